@@ -1,0 +1,286 @@
+"""DiscoveryEnv: the one Gymnasium environment class shared by every discovery problem.
+
+A state is a candidate solution (a construction, and in ``action_mode="code"`` the program that
+produced it); an action proposes a new one; the reward is continuous, higher is better, and an
+invalid candidate gets the problem's failure reward (strictly below every valid reward) with the
+reason in ``info["error"]``. The problem itself is a :class:`~discoverygym.envs.problem.Problem`.
+
+Example:
+    >>> import gymnasium as gym, discoverygym
+    >>> env = gym.make("CirclePacking-26-v0")
+    >>> obs, info = env.reset(seed=0)
+    >>> obs, reward, terminated, truncated, info = env.step(info["state"].solution)
+    >>> info["valid"], terminated
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Literal
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from discoverygym.envs.problem import Problem
+from discoverygym.envs.spaces import UnicodeText
+from discoverygym.errors import InvalidSolution
+from discoverygym.rewards.sandbox import SandboxLimits, run_program
+from discoverygym.types import State, to_jsonable
+
+#: longest prompt / program accepted by the text spaces (characters).
+MAX_TEXT = 1_000_000
+
+
+class DiscoveryEnv(gym.Env):
+    """Gymnasium environment over candidate solutions of one discovery problem.
+
+    Args:
+        problem: a :class:`Problem` or the name of a registered one (``"erdos_min_overlap"``).
+        action_mode: ``"construction"`` (action = array/list, scored directly) or ``"code"``
+            (action = Python source defining ``construct(seed, budget_s, parent)``, run in the
+            sandbox; the returned construction is re-verified here).
+        horizon: steps per episode (1 = one proposal per episode, as in the papers). With
+            horizon > 1 each valid child becomes the parent of the next step (refinement chain).
+        render_mode: ``None``, ``"ansi"`` (text summary) or ``"rgb_array"`` (picture).
+        sandbox: limits for ``action_mode="code"`` (default: 60 s wall clock, 4 GiB).
+        program_budget_s: the ``budget_s`` passed to programs (default: 80% of the timeout).
+
+    Observation (``spaces.Dict``):
+        ``prompt``: str, the problem statement + program contract + parent's score (and code);
+        ``score``: float64 array of shape (1,), the current state's score;
+        ``construction``: float64 array, shape (n,) or (n, row_len), the current construction.
+
+    Info (reset and step): ``score`` (float or None), ``valid`` (bool), ``error`` (str or None),
+    ``state`` (:class:`State`), ``metrics`` (verifier facts), ``sota`` (dict), ``elapsed_s``
+    (seconds spent evaluating), ``failure_reward``.
+
+    Raises (constructor):
+        ValueError: unknown problem name or action mode, horizon < 1.
+    """
+
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 1}
+
+    def __init__(
+        self,
+        problem: Problem | str,
+        action_mode: Literal["construction", "code"] = "construction",
+        horizon: int = 1,
+        render_mode: str | None = None,
+        sandbox: SandboxLimits | None = None,
+        program_budget_s: float | None = None,
+    ) -> None:
+        if isinstance(problem, str):
+            from discoverygym.envs.registry import get_problem
+
+            problem = get_problem(problem)
+        if action_mode not in ("construction", "code"):
+            raise ValueError(f"action_mode must be 'construction' or 'code', got {action_mode!r}")
+        if horizon < 1:
+            raise ValueError(f"horizon must be >= 1, got {horizon}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.problem = problem
+        self.action_mode = action_mode
+        self.horizon = horizon
+        self.render_mode = render_mode
+        self.sandbox = sandbox or SandboxLimits(timeout_s=60.0, memory_mb=4096)
+        self.program_budget_s = program_budget_s or 0.8 * self.sandbox.timeout_s
+        self.failure_reward = problem.failure_reward
+        self._construction_space = self._make_construction_space()
+        self.observation_space = spaces.Dict(
+            {
+                "prompt": UnicodeText(MAX_TEXT, min_length=0),
+                "score": spaces.Box(-np.inf, np.inf, shape=(1,), dtype=np.float64),
+                "construction": self._construction_space,
+            }
+        )
+        self.action_space = (
+            UnicodeText(MAX_TEXT, min_length=0) if action_mode == "code" else self._construction_space
+        )
+        self.state: State | None = None
+        self._steps = 0
+
+    # ----------------------------------------------------------------- spaces
+    def _make_construction_space(self) -> spaces.Sequence:
+        """Variable-length float64 array: shape (n,) or (n, row_len)."""
+        row = () if self.problem.row_len is None else (self.problem.row_len,)
+        return spaces.Sequence(spaces.Box(-np.inf, np.inf, shape=row, dtype=np.float64), stack=True)
+
+    # ----------------------------------------------------------------- evaluation
+    def evaluate_construction(self, construction: Any, **state_fields: Any) -> State:
+        """Verify a construction and wrap it in a :class:`State` (never raises for bad input).
+
+        Args:
+            construction: anything; the problem's verifier decides validity.
+            **state_fields: extra :class:`State` fields (``code``, ``parent_ids``, ``metadata``).
+
+        Returns:
+            A valid State with score and reward, or an invalid one with the failure reward and the
+            verifier's message in ``error``.
+        """
+        start = time.perf_counter()
+        metadata = dict(state_fields.pop("metadata", {}) or {})
+        try:
+            result = self.problem.verifier(construction)
+        except InvalidSolution as exc:
+            metadata["elapsed_s"] = time.perf_counter() - start
+            return State(
+                solution=_safe_json(construction),
+                score=None,
+                reward=self.failure_reward,
+                valid=False,
+                error=str(exc),
+                metadata=metadata,
+                **state_fields,
+            )
+        metadata.update(result.metrics)
+        metadata["elapsed_s"] = time.perf_counter() - start
+        return State(
+            solution=to_jsonable(construction.view(np.ndarray))
+            if isinstance(construction, np.ndarray)
+            else to_jsonable(construction),
+            score=result.value,
+            reward=self.problem.reward(result.value),
+            valid=True,
+            metadata=metadata,
+            **state_fields,
+        )
+
+    def evaluate_program(self, source: str, parent: State | None = None, seed: int = 0, **state_fields: Any) -> State:
+        """Run a program in the sandbox and verify the construction it returns.
+
+        Args:
+            source: Python source defining the problem's entry function (see ``problem.prompt()``).
+            parent: state whose construction is passed to the program as ``parent``.
+            seed: integer passed to the program as ``seed``.
+
+        Returns:
+            A :class:`State` with ``code = source``; invalid (failure reward) when the program
+            fails, times out, or returns an invalid construction. ``metadata`` holds the sandbox's
+            ``stdout``/``stderr`` tails and ``sandbox_s``.
+        """
+        if not isinstance(source, str):
+            return State(None, None, self.failure_reward, False, code=None,
+                         error=f"action must be program text (str), got {type(source).__name__}", **state_fields)
+        kwargs = {"seed": int(seed), "budget_s": float(self.program_budget_s),
+                  "parent": None if parent is None else parent.solution}
+        run = run_program(source, entry=self.problem.entry, kwargs=kwargs, limits=self.sandbox)
+        meta = {"stdout": run.stdout[-2000:], "stderr": run.stderr[-2000:], "sandbox_s": run.elapsed_s}
+        if not run.ok:
+            return State(None, None, self.failure_reward, False, code=source,
+                         error=f"program failed: {run.error}", metadata=meta, **state_fields)
+        state = self.evaluate_construction(run.value, code=source, metadata=meta, **state_fields)
+        return state
+
+    # ----------------------------------------------------------------- gym API
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        """Start an episode from the initial state, or from ``options["state"]``.
+
+        Args:
+            seed: seeds ``self.np_random`` (initial construction and program seeds).
+            options: ``{"state": State | dict}`` injects a start state (how reuse wrappers work);
+                its solution is re-verified here, whatever score it claims.
+
+        Raises:
+            ValueError: the injected state's solution is invalid.
+        """
+        super().reset(seed=seed)
+        self._steps = 0
+        given = (options or {}).get("state")
+        if given is None:
+            self.state = self.evaluate_construction(self.problem.initial(self.np_random), code="" if self.action_mode == "code" else None)
+            if not self.state.valid:  # a bug in the problem definition, not user input
+                raise RuntimeError(f"initial state of {self.problem.name} is invalid: {self.state.error}")
+        else:
+            if isinstance(given, dict):
+                given = State.from_dict(given)
+            checked = self.evaluate_construction(given.solution)
+            if not checked.valid:
+                raise ValueError(f"options['state'] is not a valid {self.problem.name} construction: {checked.error}")
+            given.score, given.reward, given.valid, given.error = checked.score, checked.reward, True, None
+            self.state = given
+        return self._observation(), self._info(self.state)
+
+    def step(self, action: Any) -> tuple[dict, float, bool, bool, dict]:
+        """Evaluate one proposed candidate (a construction, or a program in code mode).
+
+        Returns:
+            ``(obs, reward, terminated, truncated, info)``; ``terminated`` after ``horizon`` steps;
+            ``truncated`` is always False. The new candidate is ``info["state"]``; when valid and
+            the horizon is > 1, it becomes the current state.
+
+        Raises:
+            RuntimeError: ``step`` before ``reset``.
+        """
+        if self.state is None:
+            raise RuntimeError("call reset() before step()")
+        parent = self.state
+        common = {"parent_ids": (parent.id,), "metadata": {"step": self._steps}}
+        if self.action_mode == "code":
+            seed = int(self.np_random.integers(2**31 - 1))
+            child = self.evaluate_program(action, parent=parent, seed=seed, **common)
+        else:
+            child = self.evaluate_construction(action, **common)
+        self._steps += 1
+        if child.valid:
+            self.state = child
+        terminated = self._steps >= self.horizon
+        return self._observation(), float(child.reward), terminated, False, self._info(child)
+
+    def render(self) -> str | np.ndarray | None:
+        """``"ansi"``: a text summary; ``"rgb_array"``: uint8 (H, W, 3) picture of the construction."""
+        if self.render_mode is None or self.state is None:
+            return None
+        if self.render_mode == "ansi":
+            return self.summary(self.state)
+        image = self.problem.render(np.asarray(self.state.solution, dtype=np.float64), 256)
+        return np.ascontiguousarray(image, dtype=np.uint8)
+
+    # ----------------------------------------------------------------- helpers
+    def summary(self, state: State) -> str:
+        """One-paragraph text description of a state (used by the ``ansi`` render mode)."""
+        shape = np.shape(state.solution) if state.solution is not None else ()
+        head = f"{self.problem.title} — {self.problem.quantity}"
+        if not state.valid:
+            return f"{head}\ninvalid: {state.error}\n"
+        best = self.problem.sota["value"]
+        return (
+            f"{head}\nscore {state.score:.12g} (reward {state.reward:.6g}); "
+            f"published best {best} ({self.problem.sota['source']})\nconstruction shape {shape}\n"
+        )
+
+    def _observation(self) -> dict:
+        assert self.state is not None
+        prompt = self.problem.prompt() + f"\nCurrent construction's score: {self.state.score!r}\n"
+        if self.action_mode == "code" and self.state.code:
+            prompt += f"\nProgram that produced it:\n```python\n{self.state.code}\n```\n"
+        return {
+            "prompt": prompt,
+            "score": np.array([self.state.score], dtype=np.float64),
+            "construction": np.array(self.state.solution, dtype=np.float64),
+        }
+
+    def _info(self, state: State) -> dict:
+        return {
+            "score": state.score,
+            "valid": state.valid,
+            "error": state.error,
+            "state": state,
+            "metrics": {k: v for k, v in state.metadata.items() if k not in ("stdout", "stderr")},
+            "sota": dict(self.problem.sota),
+            "elapsed_s": float(state.metadata.get("sandbox_s", 0.0)) + float(state.metadata.get("elapsed_s", 0.0)),
+            "failure_reward": self.failure_reward,
+        }
+
+
+def _safe_json(value: Any, limit: int = 10_000) -> Any:
+    """Keep an invalid candidate only when it is small plain JSON data; else record ``None``."""
+    try:
+        data = to_jsonable(value)
+        text = json.dumps(data)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return data if len(text) <= limit else None

@@ -1,0 +1,89 @@
+"""The declarative description of a discovery problem: what an environment needs besides the base.
+
+A problem is data plus three functions (verifier, initial construction, picture); the shared
+:class:`~discoverygym.envs.base.DiscoveryEnv` does everything else. Adding a variant such as
+``CirclePacking-32-v0`` is one :class:`Problem` value, not a new class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Literal
+
+import numpy as np
+
+from discoverygym.rewards.common import Score
+
+PROGRAM_CONTRACT = """\
+Write a Python program that defines
+
+    def {entry}(seed: int, budget_s: float, parent):
+        ...
+        return construction
+
+It is called once, in a separate process without network access and with limited time and
+memory. `seed` seeds any randomness; `budget_s` is the wall-clock time (seconds) you may use,
+stop before it; `parent` is the current construction ({parent_desc}) as a numpy array, a
+starting point you may improve. Any subset of the three parameters may be declared. numpy
+(and scipy when installed) are available. Return {returns}. Only the returned construction
+counts: its score is recomputed by the verifier; printed or claimed scores are ignored."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Everything problem-specific about a discovery environment.
+
+    Attributes:
+        name: short identifier, e.g. ``"erdos_min_overlap"``.
+        title: human title for prompts, ``list`` and renders.
+        quantity: what ``score`` measures, e.g. ``"C5 (upper bound)"``.
+        direction: ``"min"`` or ``"max"``: whether a lower or higher score is better.
+        verifier: ``construction -> Score``; raises ``InvalidSolution`` (rewards/).
+        initial: ``np.random.Generator -> construction`` (plain lists), the papers' initial state.
+        description: the problem statement for prompts, in our own words.
+        sota: best published value: ``{"value": float, "source": str}`` plus optional extras.
+        row_len: ``None`` for a 1-D construction, else the length of each row (3 for [x, y, r]).
+        returns: what the program must return (for the prompt), e.g. "a list of n floats".
+        render: ``(construction ndarray, size px) -> uint8 RGB image (size, size, 3)``.
+        reward_scale: for ``direction == "min"`` reward = reward_scale / score.
+        failure_reward: reward of an invalid candidate; strictly below every valid reward.
+        entry: name of the program's entry function.
+    """
+
+    name: str
+    title: str
+    quantity: str
+    direction: Literal["min", "max"]
+    verifier: Callable[[Any], Score]
+    initial: Callable[[np.random.Generator], Any]
+    description: str
+    sota: dict
+    row_len: int | None
+    returns: str
+    render: Callable[[np.ndarray, int], np.ndarray]
+    reward_scale: float = 1.0
+    failure_reward: float = 0.0
+    entry: str = "construct"
+
+    def reward(self, score: float) -> float:
+        """Reward of a valid score: ``score`` when maximised, ``reward_scale / score`` when minimised.
+
+        Raises:
+            ValueError: a minimised score that is not positive (no valid construction has one).
+        """
+        if self.direction == "max":
+            return float(score)
+        if not score > 0:
+            raise ValueError(f"minimised score must be positive, got {score!r}")
+        return self.reward_scale / float(score)
+
+    def prompt(self) -> str:
+        """The problem statement followed by the program contract (``action_mode="code"``)."""
+        parent_desc = "1-D array" if self.row_len is None else f"2-D array with rows of {self.row_len}"
+        contract = PROGRAM_CONTRACT.format(entry=self.entry, parent_desc=parent_desc, returns=self.returns)
+        better = "lower" if self.direction == "min" else "higher"
+        record = f"{self.sota['value']} ({self.sota['source']})"
+        return (
+            f"# {self.title}\n\n{self.description}\n\nScore: {self.quantity}; {better} is better. "
+            f"Best published: {record}.\n\n{contract}\n"
+        )

@@ -1,0 +1,26 @@
+"""Shared fixtures: the reference data in ../shared (optional: tests that need it skip without it)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+PUBLISHED = SHARED / "data" / "published"
+
+
+def published_files() -> list[Path]:
+    """The published-record JSON files, or an empty list when ../shared is absent."""
+    return sorted(PUBLISHED.glob("*.json")) if PUBLISHED.is_dir() else []
+
+
+@pytest.fixture(params=published_files() or [None], ids=lambda p: p.stem if p else "no-shared-data")
+def published(request) -> dict:
+    """One published record (``problem``, ``construction``, ``expected_value``...), path under ``path``."""
+    if request.param is None:
+        pytest.skip("../shared/data/published is not present")
+    record = json.loads(request.param.read_text())
+    record["path"] = request.param
+    return record
