@@ -50,7 +50,9 @@ class State:
         parent_ids: ids of the states this one was derived from (several for multi-inspiration
             prompts, empty for an initial state).
         error: the verifier's or sandbox's message when invalid, else ``None``.
-        metadata: JSON-serialisable extras (verifier metrics, timings, step index...).
+        metadata: JSON-serialisable extras (verifier metrics, timings ``elapsed_s`` / ``sandbox_s``
+            in seconds, program stdout/stderr tails, step index). Measurements, not identity: two
+            states compare equal when all other fields are equal, whatever their metadata.
     """
 
     solution: Any
@@ -61,7 +63,7 @@ class State:
     id: str = field(default_factory=new_state_id)
     parent_ids: tuple[str, ...] = ()
     error: str | None = None
-    metadata: dict = field(default_factory=dict)
+    metadata: dict = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict:
         """Plain-JSON dictionary (round-trips through :meth:`from_dict`)."""

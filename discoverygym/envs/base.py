@@ -30,6 +30,8 @@ from discoverygym.errors import InvalidSolution
 from discoverygym.rewards.sandbox import SandboxLimits, run_program
 from discoverygym.types import State, to_jsonable
 
+#: metadata keys that are measurements (vary run to run), kept out of ``info["metrics"]``.
+_MEASUREMENTS = ("stdout", "stderr", "elapsed_s", "sandbox_s")
 #: longest prompt / program accepted by the text spaces (characters).
 MAX_TEXT = 1_000_000
 
@@ -54,8 +56,10 @@ class DiscoveryEnv(gym.Env):
         ``construction``: float64 array, shape (n,) or (n, row_len), the current construction.
 
     Info (reset and step): ``score`` (float or None), ``valid`` (bool), ``error`` (str or None),
-    ``state`` (:class:`State`), ``metrics`` (verifier facts), ``sota`` (dict), ``elapsed_s``
-    (seconds spent evaluating), ``failure_reward``.
+    ``state`` (:class:`State`; its ``metadata`` holds the timings ``elapsed_s`` and ``sandbox_s`` in
+    seconds and the program's output tails), ``metrics`` (the verifier's facts), ``sota`` (dict),
+    ``failure_reward``. Everything in ``info`` except ``state.metadata`` is deterministic given the
+    seed and the action, so seeded runs repeat exactly (``check_env``'s determinism check).
 
     Raises (constructor):
         ValueError: unknown problem name or action mode, horizon < 1.
@@ -191,7 +195,9 @@ class DiscoveryEnv(gym.Env):
         self._steps = 0
         given = (options or {}).get("state")
         if given is None:
-            self.state = self.evaluate_construction(self.problem.initial(self.np_random), code="" if self.action_mode == "code" else None)
+            initial = self.problem.initial(self.np_random)
+            code = "" if self.action_mode == "code" else None
+            self.state = self.evaluate_construction(initial, code=code, id=self._new_id())
             if not self.state.valid:  # a bug in the problem definition, not user input
                 raise RuntimeError(f"initial state of {self.problem.name} is invalid: {self.state.error}")
         else:
@@ -218,7 +224,7 @@ class DiscoveryEnv(gym.Env):
         if self.state is None:
             raise RuntimeError("call reset() before step()")
         parent = self.state
-        common = {"parent_ids": (parent.id,), "metadata": {"step": self._steps}}
+        common = {"parent_ids": (parent.id,), "metadata": {"step": self._steps}, "id": self._new_id()}
         if self.action_mode == "code":
             seed = int(self.np_random.integers(2**31 - 1))
             child = self.evaluate_program(action, parent=parent, seed=seed, **common)
@@ -240,6 +246,10 @@ class DiscoveryEnv(gym.Env):
         return np.ascontiguousarray(image, dtype=np.uint8)
 
     # ----------------------------------------------------------------- helpers
+    def _new_id(self) -> str:
+        """A state id drawn from ``self.np_random`` (so seeded episodes repeat exactly)."""
+        return f"{int(self.np_random.integers(2**63)):016x}"
+
     def summary(self, state: State) -> str:
         """One-paragraph text description of a state (used by the ``ansi`` render mode)."""
         shape = np.shape(state.solution) if state.solution is not None else ()
@@ -269,9 +279,8 @@ class DiscoveryEnv(gym.Env):
             "valid": state.valid,
             "error": state.error,
             "state": state,
-            "metrics": {k: v for k, v in state.metadata.items() if k not in ("stdout", "stderr")},
+            "metrics": {k: v for k, v in state.metadata.items() if k not in _MEASUREMENTS},
             "sota": dict(self.problem.sota),
-            "elapsed_s": float(state.metadata.get("sandbox_s", 0.0)) + float(state.metadata.get("elapsed_s", 0.0)),
             "failure_reward": self.failure_reward,
         }
 
