@@ -143,9 +143,7 @@ class DiscoveryEnv(gym.Env):
         metadata.update(result.metrics)
         metadata["elapsed_s"] = time.perf_counter() - start
         return State(
-            solution=to_jsonable(construction.view(np.ndarray))
-            if isinstance(construction, np.ndarray)
-            else to_jsonable(construction),
+            solution=_canonical(construction),
             score=result.value,
             reward=self.problem.reward(result.value),
             valid=True,
@@ -283,6 +281,20 @@ class DiscoveryEnv(gym.Env):
             "sota": dict(self.problem.sota),
             "failure_reward": self.failure_reward,
         }
+
+
+def _canonical(construction: Any) -> list:
+    """A verified construction as plain lists: ints stay ints, everything else float64.
+
+    Only called after the verifier accepted ``construction``, so it is a rectangular numeric array;
+    numpy subclasses are read through a plain ``np.ndarray`` view.
+    """
+    if isinstance(construction, np.ndarray):
+        construction = construction.view(np.ndarray)
+    arr = np.asarray(construction)
+    if arr.dtype.kind not in "iu":
+        arr = arr.astype(np.float64)
+    return arr.tolist()
 
 
 def _safe_json(value: Any, limit: int = 10_000) -> Any:
