@@ -165,12 +165,13 @@ class DiscoveryEnv(gym.Env):
             ``stdout``/``stderr`` tails and ``sandbox_s``.
         """
         if not isinstance(source, str):
-            return State(None, None, self.failure_reward, False, code=None,
-                         error=f"action must be program text (str), got {type(source).__name__}", **state_fields)
+            error = f"action must be program text (str), got {type(source).__name__}"
+            return State(None, None, self.failure_reward, False, error=error, **state_fields)
         kwargs = {"seed": int(seed), "budget_s": float(self.program_budget_s),
                   "parent": None if parent is None else parent.solution}
         run = run_program(source, entry=self.problem.entry, kwargs=kwargs, limits=self.sandbox)
-        meta = {"stdout": run.stdout[-2000:], "stderr": run.stderr[-2000:], "sandbox_s": run.elapsed_s}
+        meta = dict(state_fields.pop("metadata", {}) or {})
+        meta.update(stdout=run.stdout[-2000:], stderr=run.stderr[-2000:], sandbox_s=run.elapsed_s)
         if not run.ok:
             return State(None, None, self.failure_reward, False, code=source,
                          error=f"program failed: {run.error}", metadata=meta, **state_fields)
