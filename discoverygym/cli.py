@@ -1,4 +1,4 @@
-"""The ``discoverygym`` command: list the environments and evaluate constructions or programs.
+"""The ``discoverygym`` command: list environments, evaluate constructions or programs, run searches.
 
 Exit codes: 0 when the candidate was evaluated (valid or not), 2 for usage errors (unknown env,
 unreadable file, wrong file format).
@@ -20,6 +20,7 @@ from rich.table import Table
 from discoverygym.envs.base import DiscoveryEnv
 from discoverygym.envs.registry import ENVS
 from discoverygym.rewards.sandbox import SandboxLimits
+from discoverygym.search import cli as search_cli
 from discoverygym.types import State
 
 DEFAULT_ENV = "CirclePacking-26-v0"
@@ -158,7 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="discoverygym",
         description="Scientific-discovery problems as Gymnasium environments with exact verifiers.",
-        epilog="Example: discoverygym evaluate CirclePacking-26-v0 my_program.py --json",
+        epilog="Examples: discoverygym evaluate CirclePacking-26-v0 my_program.py --json | "
+        "discoverygym search CirclePacking-26-v0 --policy mutation --selector rpucg -C 4 -L 20 -K 4 --run-dir runs/cp26",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     p_list = sub.add_parser("list", help="list environments: quantity, direction, published record, source")
@@ -175,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_eval.add_argument("--json", action="store_true", help="print one JSON object (valid, score, reward, error...)")
     p_eval.add_argument("--timeout", type=float, default=60.0, help="program wall-clock limit in seconds (default 60)")
     p_eval.add_argument("--seed", type=int, default=0, help="seed passed to the program (default 0)")
+    search_cli.add_parser(sub)
     return parser
 
 
@@ -184,6 +187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     console = Console()
     try:
+        if args.command == "search":
+            return search_cli.run(args)
         if args.command == "list":
             return _cmd_list(args, console)
         return _cmd_evaluate(args, console)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from discoverygym.errors import InvalidSolution
-from discoverygym.rewards.common import Score, as_float_array, require_range
+from discoverygym.rewards.common import Score, as_float_array, require_range, scale_by_power_of_two
 from discoverygym.rewards.convolution import convolve, max_abs_convolution
 
 #: AC1 rejects functions with Σf below this (TTT-Discover's rule).
@@ -54,6 +54,8 @@ def first_autocorrelation(f: Any, method: str = "auto") -> Score:
     total = float(np.sum(arr))
     if total < AC1_MIN_SUM:
         raise InvalidSolution(f"Σf = {total!r} is below {AC1_MIN_SUM} (function too close to 0)")
+    arr = scale_by_power_of_two(arr)  # exact, C1 is scale-invariant: no overflow for huge heights
+    total = float(np.sum(arr))
     peak, _, stats = max_abs_convolution(arr, arr, signed=False, method=method)
     n = arr.size
     return Score(2 * n * peak / total**2, {"n": n, **stats})
@@ -78,6 +80,7 @@ def second_autocorrelation(f: Any, method: str = "auto") -> Score:
     require_range(arr, "f", 0.0, None)
     if not np.any(arr > 0):
         raise InvalidSolution("f is identically 0; C2 is undefined")
+    arr = scale_by_power_of_two(arr)  # exact, C2 is scale-invariant: no overflow for huge heights
     c, bound = convolve(arr, arr, "direct" if method == "direct" else method)
     value, rel = _c2_from_convolution(c, bound)
     used = "fft" if bound else "direct"
@@ -128,10 +131,13 @@ def third_autocorrelation(f: Any, method: str = "auto") -> Score:
     arr = as_float_array(f, "f", ndim=1)
     n = arr.size
     dx = 0.5 / n
-    integral_sq = (float(np.sum(arr)) * dx) ** 2
+    with np.errstate(over="ignore"):
+        integral_sq = float(np.square(np.sum(arr) * dx))
     if integral_sq < AC3_MIN_INTEGRAL_SQ:
         raise InvalidSolution(
             f"(Σf·dx)² = {integral_sq!r} is below {AC3_MIN_INTEGRAL_SQ}; the bound is undefined"
         )
+    arr = scale_by_power_of_two(arr)  # exact, C3 is scale-invariant: no overflow for huge heights
+    integral_sq = (float(np.sum(arr)) * dx) ** 2
     peak, _, stats = max_abs_convolution(arr, arr, signed=True, method=method)
     return Score(peak * dx / integral_sq, {"n": n, **stats})

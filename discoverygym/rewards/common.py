@@ -137,3 +137,23 @@ class Score:
 
     value: float
     metrics: dict = field(default_factory=dict)
+
+
+def scale_by_power_of_two(arr: np.ndarray) -> np.ndarray:
+    """Rescale ``arr`` by the power of two that brings max|arr| into [0.5, 1).
+
+    Multiplying by a power of two is exact in binary floating point (unless entries fall into
+    the subnormal range, i.e. below max|arr| * 2^-1021), so scale-invariant quantities (C1, C2,
+    C3, C5) keep their float64 value while sums and squares of huge inputs cannot overflow.
+
+    Args:
+        arr: float64 array of finite values.
+
+    Returns:
+        A new float64 array (``arr`` itself when it is all zeros).
+    """
+    peak = float(np.max(np.abs(arr)))
+    if peak == 0.0:
+        return arr
+    _, exponent = np.frexp(peak)
+    return np.ldexp(arr, -int(exponent))

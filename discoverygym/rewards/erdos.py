@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from discoverygym.errors import InvalidSolution
-from discoverygym.rewards.common import Score, as_float_array, require_range
+from discoverygym.rewards.common import Score, as_float_array, require_range, scale_by_power_of_two
 from discoverygym.rewards.convolution import max_abs_convolution
 
 
@@ -40,9 +40,10 @@ def erdos_min_overlap(h: Any, max_pieces: int | None = None, method: str = "auto
     n = arr.size
     if max_pieces is not None and n > max_pieces:
         raise InvalidSolution(f"h has {n} pieces, more than the cap of {max_pieces}")
+    if not np.sum(arr) > 0:
+        raise InvalidSolution(f"Σh = {float(np.sum(arr))!r} must be positive to rescale h to integral 1")
+    arr = scale_by_power_of_two(arr)  # exact; the rescaled h is the same, without overflow
     total = float(np.sum(arr))
-    if not total > 0:
-        raise InvalidSolution(f"Σh = {total!r} must be positive to rescale h to integral 1")
     rescale = (n / 2) / total
     with np.errstate(over="ignore", invalid="ignore"):
         arr = (arr / total) * (n / 2)  # dividing first keeps subnormal sums finite

@@ -1,0 +1,87 @@
+"""Policies: objects that propose actions (constructions or programs) from sampling contexts.
+
+The protocol is deliberately small, so that a frozen numeric policy, an LLM behind a server or a
+trained model all plug into the evolutionary-search runner (:mod:`discoverygym.search.evolution`)::
+
+    class Policy(Protocol):
+        name: str
+        def sample(self, contexts: Sequence[SamplingContext], n: int,
+                   rng: np.random.Generator) -> list[list[Any]]: ...
+
+``sample`` returns, for each context, ``n`` actions: a construction (array/list) in
+``action_mode="construction"``, program text in ``action_mode="code"``, or any object with an
+``action`` attribute holding one (e.g. a sample that also carries token ids and log-probs).
+All randomness must come from ``rng`` so that seeded searches repeat exactly.
+
+Registered names (``--policy``): see :data:`POLICIES`; add one with :func:`register_policy`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from discoverygym.envs.problem import Problem
+from discoverygym.types import State
+
+__all__ = ["POLICIES", "Policy", "SamplingContext", "make_policy", "register_policy"]
+
+
+@dataclass(frozen=True)
+class SamplingContext:
+    """What a policy sees for one prompt.
+
+    Attributes:
+        parent: the state to improve (the first inspiration).
+        inspirations: every state shown in the prompt, parent first (TES: several inspirations).
+        problem: the problem (statement, direction, row length...).
+        action_mode: ``"construction"`` or ``"code"``.
+        trajectory: index of the search trajectory (0-based).
+        step: index of the step within the trajectory (0-based).
+    """
+
+    parent: State
+    inspirations: tuple[State, ...]
+    problem: Problem
+    action_mode: str = "construction"
+    trajectory: int = 0
+    step: int = 0
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Anything that can propose ``n`` actions per sampling context (see the module docstring)."""
+
+    name: str
+
+    def sample(
+        self, contexts: Sequence[SamplingContext], n: int, rng: np.random.Generator
+    ) -> list[list[Any]]:
+        """``n`` actions for each context, as a list (one entry per context) of lists."""
+
+
+#: policy name -> "module:attribute" of its factory (imported lazily).
+POLICIES: dict[str, str] = {
+    "mutation": "discoverygym.agents.policies.mutation:GaussianMutation",
+}
+
+
+def register_policy(name: str, target: str) -> None:
+    """Register a policy factory under ``name`` (``target`` = ``"package.module:Factory"``)."""
+    POLICIES[name] = target
+
+
+def make_policy(name: str, **kwargs: Any) -> Policy:
+    """Build a registered policy.
+
+    Raises:
+        ValueError: unknown name (the message lists the registered ones).
+    """
+    if name not in POLICIES:
+        raise ValueError(f"unknown policy {name!r}; registered: {', '.join(sorted(POLICIES))}")
+    module, attr = POLICIES[name].split(":")
+    return getattr(importlib.import_module(module), attr)(**kwargs)

@@ -1,0 +1,33 @@
+"""Search over candidate solutions: the state archive, reuse rules and wrappers, the (C, L, K, Φ)
+evolutionary-search runner and its executors.
+
+Modules: :mod:`~discoverygym.search.archive` (states + lineage), :mod:`~discoverygym.search.puct`
+(TTT-Discover App. A.2), :mod:`~discoverygym.search.rpucg` (TES), :mod:`~discoverygym.search.selectors`
+(protocol + baselines), :mod:`~discoverygym.search.reuse` (gymnasium wrappers),
+:mod:`~discoverygym.search.executors` (local process pool / Ray), :mod:`~discoverygym.search.evolution`
+(the runner), :mod:`~discoverygym.search.runlog` (run directory), :mod:`~discoverygym.search.cli`
+(``discoverygym search``).
+"""
+
+from discoverygym.search.archive import Archive, solution_key
+from discoverygym.search.puct import PUCT, PUCTConfig
+from discoverygym.search.reuse import EpsilonGreedyReuse, NoReuse, PUCTReuse, ReuseWrapper, RPUCGReuse
+from discoverygym.search.rpucg import RPUCG, RPUCGConfig
+from discoverygym.search.selectors import SELECTORS, Selector, make_selector
+
+__all__ = [
+    "PUCT",
+    "RPUCG",
+    "SELECTORS",
+    "Archive",
+    "EpsilonGreedyReuse",
+    "NoReuse",
+    "PUCTConfig",
+    "PUCTReuse",
+    "RPUCGConfig",
+    "RPUCGReuse",
+    "ReuseWrapper",
+    "Selector",
+    "make_selector",
+    "solution_key",
+]

@@ -1,0 +1,528 @@
+"""The state archive: evaluated states with their lineage, deduplicated and capped.
+
+One :class:`Archive` holds the states a reuse rule may start from (TTT-Discover App. A.2: "keep the
+top 2 children per parent; at most 1000 states, initial seeds always kept, otherwise highest
+reward; drop duplicate solutions") or the node population of one TES trajectory (no caps).
+
+Ordering contract (used by every rule for tie-breaking, so that results are deterministic):
+states are kept in insertion order; "earlier" always means inserted earlier. Rules break ties
+in favour of the earlier state. Compacting the storage or saving/loading preserves this order.
+
+Lineage is kept for every state ever added, including evicted ones, so ancestors and
+descendants are exact even after caps removed intermediate states (TTT-Discover's sampler keeps
+each state's full ancestor list for the same reason).
+
+Example:
+    >>> from discoverygym.types import State
+    >>> a = Archive(max_states=3, children_per_parent=1)
+    >>> a.add(State([0.0], 0.0, 0.0, True, id="root"), initial=True)
+    'root'
+    >>> a.add_batch([State([1.0], 1.0, 1.0, True, id="x", parent_ids=("root",)),
+    ...              State([2.0], 2.0, 2.0, True, id="y", parent_ids=("root",))])
+    [None, 'y']
+    >>> [s.id for s in a]
+    ['root', 'y']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from discoverygym.types import State, to_jsonable
+
+__all__ = ["Archive", "atomic_write_json", "solution_key", "state_record"]
+
+
+def solution_key(state: State) -> bytes | None:
+    """The deduplication key of a state: a digest of its solution, else of its code, else ``None``.
+
+    Numeric solutions are compared as float64 arrays (so ``[1, 2]`` and ``[1.0, 2.0]`` are the
+    same solution); other JSON data by its canonical JSON text. ``None`` (no solution, no code,
+    e.g. a program that crashed) is never deduplicated.
+    """
+    if state.solution is not None:
+        try:
+            arr = np.asarray(state.solution, dtype=np.float64)
+            payload = b"a" + repr(arr.shape).encode() + arr.tobytes()
+        except (TypeError, ValueError, OverflowError):
+            payload = b"j" + json.dumps(to_jsonable(state.solution), sort_keys=True).encode()
+        return hashlib.blake2b(payload, digest_size=16).digest()
+    if state.code:
+        return hashlib.blake2b(b"c" + state.code.encode(), digest_size=16).digest()
+    return None
+
+
+def state_record(state: State) -> dict:
+    """``state.to_dict()``, faster (no deep copy of the solution); the output is identical."""
+    return {
+        "solution": to_jsonable(state.solution),
+        "score": state.score,
+        "reward": state.reward,
+        "valid": state.valid,
+        "code": state.code,
+        "id": state.id,
+        "parent_ids": list(state.parent_ids),
+        "error": state.error,
+        "metadata": to_jsonable(state.metadata),
+    }
+
+
+def atomic_write_json(path: str | os.PathLike, data: Any, fsync: bool = True) -> None:
+    """Write JSON to ``path`` atomically: a temporary file in the same folder, ``os.replace``.
+
+    A reader sees either the old file or the new one, never a partial write, even if the process
+    is killed mid-write. ``fsync`` (default) also makes the new content survive an OS crash.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.chmod(tmp, 0o644)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, allow_nan=True)
+            fh.flush()
+            if fsync:
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+class Archive:
+    """Evaluated states with lineage, deduplicated by solution, under optional caps.
+
+    Args:
+        max_states: the most states kept (``None`` = unbounded). When exceeded, the lowest-reward
+            unprotected states are evicted (ties: the later-inserted goes first). Initial seeds and
+            protected states are never evicted. TTT-Discover App. A.2: 1000.
+        children_per_parent: the most children kept per parent, grouped by each child's first
+            parent id (``None`` = unbounded); the lowest-reward children are evicted first (ties:
+            the later-inserted). TTT-Discover App. A.2: 2.
+        keep_invalid: whether invalid states (failures) are stored. TTT-Discover's archive holds
+            valid states only (``False``); a TES population keeps failures as nodes whose value is
+            -inf (``True``).
+
+    Adding a batch (:meth:`add_batch`): each state is (1) dropped if invalid and
+    ``keep_invalid`` is false, (2) dropped if its :func:`solution_key` equals that of a state
+    currently kept (or an earlier state of the same batch) — the *resolved* id is then the kept
+    twin's id, (3) otherwise inserted; then (4) the per-parent cap and (5) the global cap are
+    enforced. (TTT-Discover's code filters the top-k of a batch before deduplicating; we
+    deduplicate first, so that a duplicate never takes a slot from a new solution.)
+
+    Rules read the storage in bulk through slot arrays (:attr:`rewards`, :attr:`alive`...):
+    slot ``i`` is the i-th inserted state until a compaction renumbers slots
+    (:attr:`layout` changes; relative order is preserved).
+
+    Attributes:
+        version: increases on every change (rules cache derived arrays by it).
+        layout: increases whenever slot numbers change (compaction, load).
+        evictions: total number of states evicted so far.
+    """
+
+    def __init__(
+        self,
+        max_states: int | None = 1000,
+        children_per_parent: int | None = 2,
+        keep_invalid: bool = False,
+    ) -> None:
+        if max_states is not None and max_states < 1:
+            raise ValueError(f"max_states must be >= 1 or None, got {max_states}")
+        if children_per_parent is not None and children_per_parent < 1:
+            raise ValueError(f"children_per_parent must be >= 1 or None, got {children_per_parent}")
+        self.max_states = max_states
+        self.children_per_parent = children_per_parent
+        self.keep_invalid = keep_invalid
+        self.version = 0
+        self.layout = 0
+        self.evictions = 0
+        self._init_storage(16)
+        self._lineage: dict[str, tuple[str, ...]] = {}  # every id ever added -> parent ids
+        self._children: dict[str, list[str]] = {}  # every id ever added -> child ids (all)
+        self._initial_ids: list[str] = []
+        self._protected: set[str] = set()
+
+    # ------------------------------------------------------------------ storage
+    def _init_storage(self, capacity: int) -> None:
+        self._states: list[State | None] = []
+        self._rewards = np.zeros(capacity)
+        self._valid = np.zeros(capacity, dtype=bool)
+        self._alive = np.zeros(capacity, dtype=bool)
+        self._initial = np.zeros(capacity, dtype=bool)
+        self._prot = np.zeros(capacity, dtype=bool)
+        self._slot: dict[str, int] = {}
+        self._keys: dict[bytes, str] = {}
+        self._key_of: dict[str, bytes] = {}
+        self._first_kids: dict[str, list[str]] = {}
+        self._order = np.zeros(0, dtype=np.int64)  # slots of alive valid states, reward desc
+        self._neg = np.zeros(0)  # -reward aligned with _order (ascending)
+        self._n_alive = 0
+
+    def _grow(self) -> None:
+        cap = 2 * len(self._rewards)
+        for name in ("_rewards", "_valid", "_alive", "_initial", "_prot"):
+            old = getattr(self, name)
+            new = np.zeros(cap, dtype=old.dtype)
+            new[: len(old)] = old
+            setattr(self, name, new)
+
+    @property
+    def size(self) -> int:
+        """Number of slots in use (alive states plus tombstones of evicted ones)."""
+        return len(self._states)
+
+    @property
+    def rewards(self) -> np.ndarray:
+        """float64 array (:attr:`size`,): reward of the state in each slot (stale for dead slots)."""
+        return self._rewards[: self.size]
+
+    @property
+    def valid(self) -> np.ndarray:
+        """bool array (:attr:`size`,): the slot's state is valid."""
+        return self._valid[: self.size]
+
+    @property
+    def alive(self) -> np.ndarray:
+        """bool array (:attr:`size`,): the slot holds a kept (not evicted) state."""
+        return self._alive[: self.size]
+
+    @property
+    def initial(self) -> np.ndarray:
+        """bool array (:attr:`size`,): the slot holds an initial seed."""
+        return self._initial[: self.size]
+
+    def sorted_valid(self) -> tuple[np.ndarray, np.ndarray]:
+        """Slots of the kept valid states sorted by reward, highest first (ties: earlier first).
+
+        Returns:
+            ``(slots, neg_rewards)``: int64 and float64 arrays of the same length; ``neg_rewards``
+            is ascending (``-reward``). Read-only views: do not modify.
+        """
+        return self._order, self._neg
+
+    def slot(self, state_id: str) -> int | None:
+        """Current slot of a kept state, ``None`` if it is not kept."""
+        return self._slot.get(state_id)
+
+    def state_at(self, slot: int) -> State:
+        """The state in a slot (raises ``KeyError`` for an evicted slot)."""
+        state = self._states[slot]
+        if state is None:
+            raise KeyError(f"slot {slot} was evicted")
+        return state
+
+    # ------------------------------------------------------------------ queries
+    def __len__(self) -> int:
+        return self._n_alive
+
+    def __contains__(self, state_id: object) -> bool:
+        return state_id in self._slot
+
+    def __iter__(self) -> Iterator[State]:
+        """Kept states in insertion order."""
+        return (s for s in self._states if s is not None)
+
+    def states(self) -> list[State]:
+        """Kept states in insertion order."""
+        return list(self)
+
+    def get(self, state_id: str) -> State | None:
+        """The kept state with this id, or ``None`` (never added, or evicted)."""
+        slot = self._slot.get(state_id)
+        return None if slot is None else self._states[slot]
+
+    def known(self, state_id: str) -> bool:
+        """Whether a state with this id was ever added (kept or evicted)."""
+        return state_id in self._lineage
+
+    @property
+    def initial_ids(self) -> list[str]:
+        """Ids of the initial seeds, in insertion order."""
+        return list(self._initial_ids)
+
+    def best(self) -> State | None:
+        """The kept valid state with the highest reward (ties: the earliest), ``None`` if none."""
+        return self._states[int(self._order[0])] if len(self._order) else None
+
+    def parents(self, state_id: str) -> tuple[str, ...]:
+        """Parent ids of any state ever added (``()`` when unknown)."""
+        return self._lineage.get(state_id, ())
+
+    def children(self, state_id: str, kept_only: bool = True) -> list[str]:
+        """Ids of the states listing ``state_id`` among their parents (insertion order)."""
+        kids = self._children.get(state_id, [])
+        return [k for k in kids if k in self._slot] if kept_only else list(kids)
+
+    def ancestors(self, state_id: str) -> set[str]:
+        """Ids of every ancestor (transitively through all parents, evicted ones included)."""
+        out: set[str] = set()
+        stack = list(self._lineage.get(state_id, ()))
+        while stack:
+            pid = stack.pop()
+            if pid in out:
+                continue
+            out.add(pid)
+            stack.extend(self._lineage.get(pid, ()))
+        return out
+
+    def descendants(self, state_id: str, kept_only: bool = True) -> set[str]:
+        """Ids of every descendant (transitively through all children)."""
+        out: set[str] = set()
+        stack = list(self._children.get(state_id, ()))
+        while stack:
+            cid = stack.pop()
+            if cid in out:
+                continue
+            out.add(cid)
+            stack.extend(self._children.get(cid, ()))
+        return {d for d in out if d in self._slot} if kept_only else out
+
+    def resolve(self, state: State) -> State | None:
+        """The kept state standing for ``state``: itself if kept, else its kept duplicate, else ``None``."""
+        kept = self.get(state.id)
+        if kept is not None:
+            return kept
+        key = solution_key(state)
+        twin = self._keys.get(key) if key is not None else None
+        return None if twin is None else self.get(twin)
+
+    def is_protected(self, state_id: str) -> bool:
+        """Whether the state is exempt from eviction (initial seeds and :meth:`protect`-ed states)."""
+        return state_id in self._protected
+
+    # ------------------------------------------------------------------ changes
+    def protect(self, state_id: str) -> None:
+        """Exempt a state from eviction by the caps (e.g. a TES trajectory's committed history)."""
+        self._protected.add(state_id)
+        slot = self._slot.get(state_id)
+        if slot is not None:
+            self._prot[slot] = True
+
+    def add(self, state: State, initial: bool = False) -> str | None:
+        """Add one state; see :meth:`add_batch`."""
+        return self.add_batch([state], initial=initial)[0]
+
+    def add_batch(self, states: Sequence[State], initial: bool = False) -> list[str | None]:
+        """Add states (dedup, then caps), as one batch.
+
+        Args:
+            states: evaluated states; their ``parent_ids`` define the lineage.
+            initial: mark them as initial seeds (kept whatever the caps).
+
+        Returns:
+            For each input, the id of the kept state that stands for it: its own id, the id of its
+            kept duplicate, or ``None`` (invalid and not kept, or evicted by a cap right away).
+
+        Raises:
+            ValueError: a state id that was already added (ids must be unique).
+        """
+        resolved: list[str | None] = []
+        inserted: list[str] = []
+        touched: list[str] = []
+        for state in states:
+            if state.id in self._lineage:
+                raise ValueError(f"state id {state.id!r} was already added to this archive")
+            if not state.valid and not self.keep_invalid and not initial:
+                resolved.append(None)
+                continue
+            key = solution_key(state)
+            if key is not None and key in self._keys:
+                resolved.append(self._keys[key])
+                continue
+            self._insert(state, key, initial)
+            inserted.append(state.id)
+            resolved.append(state.id)
+            if state.parent_ids and state.parent_ids[0] not in touched:
+                touched.append(state.parent_ids[0])
+        evicted: set[str] = set()
+        if self.children_per_parent is not None:
+            for pid in touched:
+                evicted |= self._cap_children(pid)
+        if self.max_states is not None and self._n_alive > self.max_states:
+            evicted |= self._cap_total()
+        if evicted:
+            self._order_remove()
+            self._maybe_compact()
+        if inserted:
+            self.version += 1
+        return [None if r in evicted else r for r in resolved]
+
+    def _insert(self, state: State, key: bytes | None, initial: bool) -> None:
+        slot = len(self._states)
+        if slot >= len(self._rewards):
+            self._grow()
+        self._states.append(state)
+        self._rewards[slot] = state.reward
+        self._valid[slot] = state.valid
+        self._alive[slot] = True
+        self._initial[slot] = initial
+        self._slot[state.id] = slot
+        self._n_alive += 1
+        if key is not None:
+            self._keys[key] = state.id
+            self._key_of[state.id] = key
+        self._lineage[state.id] = tuple(state.parent_ids)
+        self._children.setdefault(state.id, [])
+        for pid in state.parent_ids:
+            self._children.setdefault(pid, []).append(state.id)
+        if state.parent_ids:
+            self._first_kids.setdefault(state.parent_ids[0], []).append(state.id)
+        if initial:
+            self._initial_ids.append(state.id)
+            self._protected.add(state.id)
+        if state.id in self._protected:
+            self._prot[slot] = True
+        if state.valid:
+            pos = int(np.searchsorted(self._neg, -state.reward, side="right"))
+            self._order = np.insert(self._order, pos, slot)
+            self._neg = np.insert(self._neg, pos, -state.reward)
+
+    def _evict(self, state_id: str) -> None:
+        slot = self._slot.pop(state_id)
+        state = self._states[slot]
+        assert state is not None
+        self._states[slot] = None
+        self._alive[slot] = False
+        self._n_alive -= 1
+        key = self._key_of.pop(state_id, None)
+        if key is not None and self._keys.get(key) == state_id:
+            del self._keys[key]
+        if state.parent_ids:
+            kids = self._first_kids.get(state.parent_ids[0])
+            if kids is not None:
+                kids.remove(state_id)
+        self.evictions += 1
+
+    def _cap_children(self, parent_id: str) -> set[str]:
+        kids = [k for k in self._first_kids.get(parent_id, []) if k not in self._protected]
+        assert self.children_per_parent is not None
+        if len(kids) <= self.children_per_parent:
+            return set()
+        slots = [self._slot[k] for k in kids]
+        # keep highest reward, ties: earlier slot
+        ranked = sorted(zip(kids, slots), key=lambda t: (-self._rewards[t[1]], t[1]))
+        out = {k for k, _ in ranked[self.children_per_parent :]}
+        for k in out:
+            self._evict(k)
+        return out
+
+    def _cap_total(self) -> set[str]:
+        assert self.max_states is not None
+        excess = self._n_alive - self.max_states
+        out: set[str] = set()
+        # invalid states first (their reward is the failure reward, below every valid one)
+        n = self.size
+        bad = np.flatnonzero(self._alive[:n] & ~self._valid[:n] & ~self._prot[:n])
+        if bad.size:
+            ranked = sorted(bad.tolist(), key=lambda s: (self._rewards[s], -s))
+            for s in ranked[:excess]:
+                out.add(self._states[s].id)  # type: ignore[union-attr]
+        excess -= len(out)
+        i = len(self._order) - 1
+        while excess > 0 and i >= 0:
+            s = int(self._order[i])
+            if not self._prot[s] and self._alive[s]:
+                out.add(self._states[s].id)  # type: ignore[union-attr]
+                excess -= 1
+            i -= 1
+        for k in out:
+            self._evict(k)
+        return out
+
+    def _order_remove(self) -> None:
+        keep = self._alive[self._order]
+        self._order = self._order[keep]
+        self._neg = self._neg[keep]
+
+    def _maybe_compact(self) -> None:
+        dead = self.size - self._n_alive
+        if dead <= max(64, self._n_alive):
+            return
+        alive_slots = np.flatnonzero(self._alive[: self.size])
+        remap = np.full(self.size, -1, dtype=np.int64)
+        remap[alive_slots] = np.arange(len(alive_slots))
+        states = [self._states[s] for s in alive_slots]
+        arrays = {
+            n: getattr(self, n)[alive_slots] for n in ("_rewards", "_valid", "_alive", "_initial", "_prot")
+        }
+        cap = max(16, 2 * len(states))
+        for name, arr in arrays.items():
+            new = np.zeros(cap, dtype=arr.dtype)
+            new[: len(arr)] = arr
+            setattr(self, name, new)
+        self._states = states
+        self._slot = {s.id: i for i, s in enumerate(states)}  # type: ignore[union-attr]
+        self._order = remap[self._order]
+        self.layout += 1
+
+    # ------------------------------------------------------------------ persistence
+    def to_dict(self) -> dict:
+        """Plain-JSON snapshot (kept states in order, lineage of every id, flags, config)."""
+        return {
+            "config": {
+                "max_states": self.max_states,
+                "children_per_parent": self.children_per_parent,
+                "keep_invalid": self.keep_invalid,
+            },
+            "states": [state_record(s) for s in self],
+            "initial_ids": list(self._initial_ids),
+            "protected": sorted(self._protected),
+            "lineage": {k: list(v) for k, v in self._lineage.items()},
+            "evictions": self.evictions,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Archive:
+        """Rebuild an archive from :meth:`to_dict` output; selection results are unchanged."""
+        archive = cls(**data["config"])
+        archive._protected = set(data.get("protected", ()))
+        initial = set(data.get("initial_ids", ()))
+        for d in data["states"]:
+            state = State.from_dict(d)
+            archive._insert(state, solution_key(state), state.id in initial)
+        # lineage of every id ever added (evicted ones included), in the original order
+        archive._lineage = {sid: tuple(parents) for sid, parents in data.get("lineage", {}).items()}
+        for state in archive:
+            archive._lineage.setdefault(state.id, tuple(state.parent_ids))
+        archive._children = {}
+        for sid, parents in archive._lineage.items():
+            archive._children.setdefault(sid, [])
+            for pid in parents:
+                archive._children.setdefault(pid, []).append(sid)
+        archive._initial_ids = list(data.get("initial_ids", ()))
+        archive.evictions = int(data.get("evictions", 0))
+        archive.layout += 1
+        archive.version += 1
+        return archive
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write :meth:`to_dict` atomically to ``path`` (JSON)."""
+        atomic_write_json(path, self.to_dict())
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Archive:
+        """Read an archive written by :meth:`save`."""
+        with open(path) as fh:
+            return cls.from_dict(json.load(fh))
+
+    # ------------------------------------------------------------------ misc
+    def extend(self, states: Iterable[State]) -> list[str | None]:
+        """Alias of :meth:`add_batch` for any iterable."""
+        return self.add_batch(list(states))
+
+    def __repr__(self) -> str:
+        return (
+            f"Archive({len(self)} states, max_states={self.max_states}, "
+            f"children_per_parent={self.children_per_parent}, keep_invalid={self.keep_invalid})"
+        )

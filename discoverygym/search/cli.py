@@ -1,0 +1,266 @@
+"""``discoverygym search``: run or resume a (C, L, K, Φ) evolutionary search from the command line.
+
+Wiring into the main command (``discoverygym/cli.py``)::
+
+    from discoverygym.search import cli as search_cli   # import
+    search_cli.add_parser(sub)                            # in build_parser, after the other commands
+    # and in main: if args.command == "search": return search_cli.run(args)
+
+Also runnable alone: ``python -m discoverygym.search.cli CirclePacking-26-v0 --run-dir runs/x``.
+
+Exit codes: 0 finished, 1 the search failed (the run directory stays resumable), 2 usage error,
+130 interrupted (Ctrl-C; resumable with ``--resume``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import fields
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from discoverygym.agents.policies import POLICIES
+from discoverygym.envs.registry import ENVS
+from discoverygym.search.evolution import EvolutionarySearch, SearchConfig, SearchResult
+from discoverygym.search.runlog import RunLog
+from discoverygym.search.selectors import SELECTORS
+
+__all__ = ["add_parser", "main", "run"]
+
+#: search parameters: (flag(s), SearchConfig field, type, default, help)
+_PARAMS: list[tuple[tuple[str, ...], str, Any, Any, str]] = [
+    (("--policy",), "policy", str, "mutation", "policy name (registered: {policies}; default mutation)"),
+    (("--selector",), "selector", str, "rpucg", "history selector Φ: {selectors} (default rpucg)"),
+    (("-C", "--trajectories"), "C", int, 4, "C: independent trajectories (default 4)"),
+    (("-L", "--steps"), "L", int, 20, "L: committed steps per trajectory (default 20)"),
+    (("-K", "--candidates"), "K", int, 4, "K: candidates per step, best one committed (default 4)"),
+    (("--seed",), "seed", int, 0, "run seed (default 0)"),
+    (
+        ("--inspirations",),
+        "inspirations",
+        int,
+        None,
+        "states per prompt (default: selector's, RPUCG 5, others 1)",
+    ),
+    (("--backpressure",), "backpressure", int, 1, "outstanding batches per trajectory (default 1)"),
+    (
+        ("--action-mode",),
+        "action_mode",
+        str,
+        "construction",
+        "construction (numeric policies) or code (programs)",
+    ),
+    (
+        ("--policy-kwargs",),
+        "policy_kwargs",
+        json.loads,
+        {},
+        "policy arguments as JSON, e.g. '{{\"sigma\": 0.05}}'",
+    ),
+    (
+        ("--selector-kwargs",),
+        "selector_kwargs",
+        json.loads,
+        {},
+        "selector arguments as JSON, e.g. '{{\"gamma\": 0.9}}'",
+    ),
+]
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``search`` sub-command to the ``discoverygym`` parser."""
+    p = subparsers.add_parser(
+        "search",
+        help="run a (C, L, K, Φ) evolutionary search (resumable) into a run directory",
+        description="Evolutionary search: C trajectories x L steps x K candidates, prompts chosen by the "
+        "selector Φ. Writes config.json, archive.jsonl (every evaluation), best.json, archive.json and "
+        "TensorBoard scalars into --run-dir. A killed run continues with --resume.",
+        epilog="Example: discoverygym search CirclePacking-26-v0 --policy mutation --selector rpucg "
+        "-C 4 -L 20 -K 4 --run-dir runs/cp26",
+    )
+    _add_arguments(p)
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("env_id", help="environment id (see `discoverygym list`)")
+    for flags, dest, typ, default, help_text in _PARAMS:
+        shown = help_text.format(policies=", ".join(sorted(POLICIES)), selectors=", ".join(SELECTORS))
+        p.add_argument(*flags, dest=dest, type=typ, default=None, help=shown)
+    p.add_argument("--run-dir", required=True, help="run directory (created; must be new unless --resume)")
+    p.add_argument(
+        "--resume", action="store_true", help="continue the run in --run-dir with its stored config"
+    )
+    p.add_argument("--workers", type=int, default=None, help="evaluation workers (default: all CPUs)")
+    p.add_argument(
+        "--executor",
+        choices=("local", "ray", "inline"),
+        default="local",
+        help="local process pool (default), ray, or inline (in-process, for debugging)",
+    )
+    p.add_argument(
+        "--ray-address",
+        default=None,
+        help="Ray cluster address (implies --executor ray; without it ray starts locally)",
+    )
+    p.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard scalars")
+    p.add_argument(
+        "--log-every",
+        type=float,
+        default=10.0,
+        help="seconds between progress lines when the output is not a terminal (default 10)",
+    )
+
+
+def _config_from_args(args: argparse.Namespace) -> SearchConfig:
+    """The search config: stored one with --resume (given flags must agree), else flags + defaults."""
+    given = {dest: getattr(args, dest) for _, dest, _, _, _ in _PARAMS if getattr(args, dest) is not None}
+    if args.resume:
+        stored = RunLog(args.run_dir).read_config()
+        if stored is not None:
+            if stored.get("env_id") != args.env_id:
+                raise ValueError(
+                    f"{args.run_dir} holds a search of {stored.get('env_id')}, not {args.env_id}"
+                )
+            clash = {k: (stored.get(k), v) for k, v in given.items() if stored.get(k) != v}
+            if clash:
+                text = ", ".join(f"{k}: stored {a!r}, given {b!r}" for k, (a, b) in clash.items())
+                raise ValueError(f"--resume keeps the stored configuration; conflicting flags: {text}")
+            known = {f.name for f in fields(SearchConfig)}
+            return SearchConfig(**{k: v for k, v in stored.items() if k in known})
+    defaults = {dest: default for _, dest, _, default, _ in _PARAMS}
+    defaults.update(given)
+    return SearchConfig(env_id=args.env_id, **defaults)
+
+
+class _Display:
+    """rich progress bar on a terminal; plain periodic lines otherwise (CI logs)."""
+
+    def __init__(self, console: Console, total: int, log_every: float) -> None:
+        self.console = console
+        self.tty = console.is_terminal
+        self.log_every = log_every
+        self._last = 0.0
+        self._progress: Progress | None = None
+        if self.tty:
+            self._progress = Progress(
+                TextColumn("[bold]search"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("best {task.fields[best]}"),
+                TextColumn("{task.fields[rate]} evals/s"),
+                TextColumn("queue {task.fields[queue]}"),
+                TimeElapsedColumn(),
+                console=console,
+            )
+            self._task = self._progress.add_task("search", total=total, best="-", rate="0.0", queue=0)
+            self._progress.start()
+
+    def __call__(self, stats: dict) -> None:
+        best = "-" if stats["best_score"] is None else f"{stats['best_score']:.10g}"
+        queue_depth = stats["queue_depth"] + stats["in_flight"]
+        if self._progress is not None:
+            self._progress.update(
+                self._task,
+                completed=stats["done"],
+                best=best,
+                rate=f"{stats['evals_per_s']:.1f}",
+                queue=queue_depth,
+            )
+            return
+        now = time.monotonic()
+        if now - self._last >= self.log_every or stats["done"] >= stats["total"]:
+            self._last = now
+            print(
+                f"[search] {stats['done']}/{stats['total']} evaluations  best {best}  "
+                f"{stats['evals_per_s']:.1f} evals/s  queue {queue_depth}",
+                flush=True,
+            )
+
+    def stop(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+def _summary(console: Console, config: SearchConfig, result: SearchResult) -> None:
+    table = Table(
+        title=f"search {config.env_id} — Φ={config.selector}, C={config.C} L={config.L} K={config.K}"
+    )
+    for col in ("trajectory", "best score", "best id", "archive", "commits"):
+        table.add_column(col)
+    for t in result.trajectories:
+        score = "-" if t["best_score"] is None else f"{t['best_score']:.12g}"
+        table.add_row(
+            str(t["trajectory"]), score, str(t["best_id"]), str(t["archive_size"]), str(t["commits"])
+        )
+    console.print(table)
+    best = result.best
+    rate = result.evaluated_now / result.wall_s if result.wall_s > 0 else 0.0
+    console.print(
+        f"best score {best.score if best else None!r} (id {best.id if best else None}); "
+        f"{result.evaluations} evaluations in the log ({result.evaluated_now} now, {rate:.1f}/s, "
+        f"utilisation {result.utilisation:.0%}); run dir {result.run_dir}"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Execute ``discoverygym search`` with parsed ``args``; returns the exit code."""
+    console = Console()
+    try:
+        if args.env_id not in ENVS:
+            raise ValueError(f"unknown env {args.env_id!r}; run `discoverygym list`")
+        config = _config_from_args(args)
+        display = _Display(console, config.budget, args.log_every)
+        search = EvolutionarySearch(
+            config,
+            args.run_dir,
+            resume=args.resume,
+            executor=args.executor,
+            workers=args.workers,
+            ray_address=args.ray_address,
+            progress=display,
+            tensorboard=not args.no_tensorboard,
+        )
+    except (ValueError, TypeError, json.JSONDecodeError) as exc:
+        print(f"discoverygym search: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        result = search.run()
+    except KeyboardInterrupt:
+        display.stop()
+        print(
+            f"\ninterrupted; everything evaluated is in {args.run_dir}. Continue with:\n"
+            f"  discoverygym search {args.env_id} --run-dir {args.run_dir} --resume",
+            file=sys.stderr,
+        )
+        return 130
+    except Exception as exc:  # noqa: BLE001 - reported, run dir stays resumable
+        display.stop()
+        print(
+            f"discoverygym search: failed: {type(exc).__name__}: {exc}\n"
+            f"the run directory {args.run_dir} is resumable (--resume)",
+            file=sys.stderr,
+        )
+        return 1
+    display.stop()
+    _summary(console, config, result)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m discoverygym.search.cli ...`` (same arguments as ``discoverygym search``)."""
+    parser = argparse.ArgumentParser(
+        prog="discoverygym search", description="(C, L, K, Φ) evolutionary search"
+    )
+    _add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

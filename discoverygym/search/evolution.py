@@ -1,0 +1,681 @@
+"""The asynchronous (C, L, K, Φ) evolutionary-search runner (TES).
+
+C independent trajectories each take L committed steps; a step samples K candidates from one
+prompt whose states are chosen by the selector Φ; all K go to the trajectory's archive, the best
+valid one is committed to its history. The budget is exactly C·L·K evaluations. Best-of-N is
+``selector="none"``; greedy refinement is C = 1, K = 1 with ``selector="greedy"``.
+
+Pipeline (one process, three kinds of workers)::
+
+    coordinator (selection, commits, logging)
+        └─> generation pool (threads: policy.sample)      ─> bounded queue of batches
+              └─> dispatcher thread ─> evaluator (process pool / Ray) ─> results ─> coordinator
+
+Backpressure: a trajectory has at most ``backpressure`` batches outstanding (default 1); the
+dispatcher keeps at most ``prefetch × workers`` tasks in flight; the batch queue holds at most
+``queue_size`` batches (default C).
+
+Determinism (a deviation from SimpleTES, which ranks RPUCG over the population of all chains and
+is timing-dependent): each trajectory has its own archive, rule and random streams, and its
+steps are committed strictly in order once all K candidates are back. Step ``l`` of trajectory
+``c`` draws from ``numpy.random.SeedSequence([seed, c, l])`` (selection, policy and program
+seeds), and its selection happens right after the commit of step ``l - backpressure``. So the
+result does not depend on worker timing, and a killed run replays its log to the same state.
+
+Resume: ``archive.jsonl`` is replayed (commits are recomputed and checked against the log);
+generated batches are not generated again and evaluated candidates are not evaluated again.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from discoverygym.agents.policies import Policy, SamplingContext, make_policy
+from discoverygym.envs.registry import get_problem
+from discoverygym.search.archive import Archive, state_record
+from discoverygym.search.executors import EnvSpec, EvalResult, EvalTask, Evaluator, make_evaluator
+from discoverygym.search.runlog import RunLog, ScalarWriter
+from discoverygym.search.selectors import Selector, make_selector
+from discoverygym.types import State, to_jsonable
+
+__all__ = ["EvolutionarySearch", "SearchConfig", "SearchResult", "load_snapshot"]
+
+INITIAL_ID = "init"
+
+
+@dataclass
+class SearchConfig:
+    """What defines a search (all of it must match to resume a run).
+
+    Attributes:
+        env_id: registered env id (e.g. ``"CirclePacking-26-v0"``).
+        policy: registered policy name (``discoverygym.agents.policies.POLICIES``).
+        selector: Φ: ``rpucg``, ``puct``, ``greedy``, ``epsilon``, ``elite`` or ``none``.
+        C, L, K: trajectories, committed steps per trajectory, candidates per step (TES).
+        seed: the run seed (every random stream derives from it).
+        inspirations: states per prompt (``None``: the selector's default — RPUCG 5, others 1).
+        backpressure: outstanding batches per trajectory (TES: 1).
+        action_mode: ``"construction"`` or ``"code"``.
+        policy_kwargs, selector_kwargs, env_kwargs: extra arguments (plain JSON).
+    """
+
+    env_id: str
+    policy: str = "mutation"
+    selector: str = "rpucg"
+    C: int = 4  # TES: trajectories
+    L: int = 20  # TES: committed steps per trajectory
+    K: int = 4  # TES: candidates per step
+    seed: int = 0
+    inspirations: int | None = None  # TES: 3 or 5 for RPUCG (selector default)
+    backpressure: int = 1  # TES: at most one outstanding batch per trajectory
+    action_mode: str = "construction"
+    policy_kwargs: dict = field(default_factory=dict)
+    selector_kwargs: dict = field(default_factory=dict)
+    env_kwargs: dict = field(default_factory=dict)
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` for an impossible configuration."""
+        for name in ("C", "L", "K", "backpressure"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.inspirations is not None and self.inspirations < 1:
+            raise ValueError(f"inspirations must be >= 1, got {self.inspirations}")
+        if self.action_mode not in ("construction", "code"):
+            raise ValueError(f"action_mode must be 'construction' or 'code', got {self.action_mode!r}")
+        get_problem(self.env_id)
+
+    @property
+    def budget(self) -> int:
+        """C·L·K, the number of candidate evaluations of the run."""
+        return self.C * self.L * self.K
+
+
+@dataclass
+class SearchResult:
+    """Summary of a finished (or resumed-and-finished) run.
+
+    Attributes:
+        best: the best valid state of the whole run (ties: smaller id), or ``None``.
+        evaluations: candidates in the log (C·L·K when finished).
+        evaluated_now: candidates evaluated by this call (the rest came from the log).
+        wall_s: seconds spent in :meth:`EvolutionarySearch.run`.
+        utilisation: evaluator busy time / (evaluation wall time × workers), in [0, 1].
+        timings: coordinator seconds by activity (``select``, ``commit``, ``log``, ``dispatch``).
+        trajectories: per trajectory: ``best_reward``, ``best_score``, ``archive_size``, ``commits``.
+        run_dir: the run directory.
+    """
+
+    best: State | None
+    evaluations: int
+    evaluated_now: int
+    wall_s: float
+    utilisation: float
+    timings: dict
+    trajectories: list[dict]
+    run_dir: Path
+
+
+@dataclass
+class _Batch:
+    traj: int
+    step: int
+    inspirations: list[State]
+    actions: list | None = None
+    results: list = field(default_factory=list)  # State | None per candidate
+
+    def complete(self) -> bool:
+        return all(r is not None for r in self.results)
+
+
+@dataclass
+class _Trajectory:
+    index: int
+    archive: Archive
+    rule: Selector
+    history: list = field(default_factory=list)  # committed id (or None) per step
+    best: State | None = None
+    next_commit: int = 0
+    next_select: int = 0
+    batches: dict = field(default_factory=dict)  # step -> _Batch (selected, not committed)
+
+
+def _better(a: State, b: State | None) -> bool:
+    """Deterministic order of valid states: higher reward, then smaller id."""
+    return b is None or a.reward > b.reward or (a.reward == b.reward and a.id < b.id)
+
+
+def load_snapshot(run_dir: str | Path) -> dict:
+    """Read ``archive.json`` of a finished run: ``{"trajectories": [...], "best": ...}``.
+
+    Each trajectory entry has ``archive`` (an :class:`Archive`), ``rule`` (statistics dict) and
+    ``history`` (committed id per step).
+    """
+    import json
+
+    with open(Path(run_dir) / RunLog.SNAPSHOT) as fh:
+        data = json.load(fh)
+    for t in data["trajectories"]:
+        t["archive"] = Archive.from_dict(t["archive"])
+    return data
+
+
+class EvolutionarySearch:
+    """Runs one (C, L, K, Φ) search into a run directory (see the module docstring).
+
+    Args:
+        config: the search (:class:`SearchConfig`).
+        run_dir: the run directory (see :mod:`~discoverygym.search.runlog`).
+        resume: continue the run found in ``run_dir`` (its ``config.json`` must equal ``config``).
+        executor: ``"local"`` (process pool, default), ``"ray"`` or ``"inline"``; or pass ``evaluator``.
+        workers: evaluator size (default: the machine's CPUs / the Ray cluster's CPUs).
+        ray_address: Ray cluster address (implies ``executor="ray"``).
+        evaluator: a ready :class:`~discoverygym.search.executors.Evaluator` (not closed by the runner).
+        policy: a policy object to use instead of ``config.policy`` (its name must match).
+        generation_workers: threads running ``policy.sample`` (default 1; more for LLM servers).
+        prefetch: tasks in flight per evaluator worker (default 2).
+        queue_size: generated batches waiting for the dispatcher (default C).
+        progress: called with a stats dict after events (``done``, ``total``, ``best_score``,
+            ``best_reward``, ``evals_per_s``, ``queue_depth``, ``in_flight``).
+        tensorboard: write TensorBoard scalars into the run directory.
+        problem: a :class:`Problem` to evaluate instead of ``get_problem(config.env_id)`` (e.g. a
+            benchmark problem not in the registry; its functions must be picklable).
+
+    Raises:
+        ValueError: bad configuration; a run directory that already holds a run without
+            ``resume``; ``resume`` with a different configuration.
+    """
+
+    def __init__(
+        self,
+        config: SearchConfig,
+        run_dir: str | Path,
+        *,
+        resume: bool = False,
+        executor: str = "local",
+        workers: int | None = None,
+        ray_address: str | None = None,
+        evaluator: Evaluator | None = None,
+        policy: Policy | None = None,
+        generation_workers: int = 1,
+        prefetch: int = 2,
+        queue_size: int | None = None,
+        progress: Callable[[dict], None] | None = None,
+        tensorboard: bool = True,
+        problem: Any = None,
+    ) -> None:
+        config.validate()
+        self.config = config
+        self.log = RunLog(run_dir)
+        stored = self.log.read_config()
+        if resume:
+            if stored is None and self.log.has_log():
+                raise ValueError(f"{run_dir} has a log but no config.json; cannot resume")
+            if stored is not None and stored != self._config_dict():
+                diff = {k: (stored.get(k), v) for k, v in self._config_dict().items() if stored.get(k) != v}
+                raise ValueError(f"cannot resume {run_dir}: configuration differs (stored, given): {diff}")
+        elif stored is not None or self.log.has_log():
+            raise ValueError(
+                f"{run_dir} already holds a run; pass resume=True (--resume) or use a new run dir"
+            )
+        self.resume = resume
+        self.problem = problem if problem is not None else get_problem(config.env_id)
+        self.spec = EnvSpec(
+            self.problem if problem is not None else config.env_id,
+            config.action_mode,
+            dict(config.env_kwargs),
+        )
+        self.policy = policy if policy is not None else make_policy(config.policy, **config.policy_kwargs)
+        self._executor = "ray" if ray_address else executor
+        self._workers = workers
+        self._ray_address = ray_address
+        self._evaluator = evaluator
+        self._owns_evaluator = evaluator is None
+        self.generation_workers = max(1, generation_workers)
+        self.prefetch = max(1, prefetch)
+        self.queue_size = queue_size or config.C
+        self._progress = progress
+        self._tb_enabled = tensorboard
+        self.timings = {"select": 0.0, "commit": 0.0, "log": 0.0, "dispatch": 0.0}
+        probe = make_selector(config.selector, **config.selector_kwargs)
+        self.inspirations = config.inspirations or probe.default_inspirations
+
+    # ------------------------------------------------------------------ helpers
+    def _config_dict(self) -> dict:
+        return to_jsonable(asdict(self.config))
+
+    def _rngs(self, c: int, step: int) -> list[np.random.Generator]:
+        """Independent streams of step ``step`` of trajectory ``c``: selection, policy, programs."""
+        seq = np.random.SeedSequence([int(self.config.seed), c, step])
+        return [np.random.Generator(np.random.PCG64(s)) for s in seq.spawn(3)]
+
+    def _new_trajectory(self, c: int, initial: State) -> _Trajectory:
+        rule = make_selector(self.config.selector, **self.config.selector_kwargs)
+        archive = rule.new_archive()
+        archive.add(initial, initial=True)
+        return _Trajectory(c, archive, rule, best=initial)
+
+    # ------------------------------------------------------------------ coordinator steps
+    def _select_batches(self, traj: _Trajectory) -> list[_Batch]:
+        """Select every step allowed by backpressure; returns the new batches."""
+        out = []
+        cfg = self.config
+        while traj.next_select < cfg.L and traj.next_select < traj.next_commit + cfg.backpressure:
+            t0 = time.perf_counter()
+            step = traj.next_select
+            rng_sel = self._rngs(traj.index, step)[0]
+            picks = traj.rule.select(traj.archive, self.inspirations, rng_sel)
+            if not picks:
+                raise RuntimeError(f"trajectory {traj.index}: no valid state to start step {step} from")
+            picks = list({s.id: s for s in picks}.values())  # a state appears once per prompt
+            batch = _Batch(traj.index, step, list(picks), None, [None] * cfg.K)
+            logged = self._replay_batches.get((traj.index, step))
+            if logged is not None:
+                if logged["parents"] != [s.id for s in picks]:
+                    raise RuntimeError(
+                        f"replay mismatch at trajectory {traj.index} step {step}: logged parents "
+                        f"{logged['parents']}, recomputed {[s.id for s in picks]} (code or config changed?)"
+                    )
+                batch.actions = logged["actions"]
+                for k in range(cfg.K):
+                    batch.results[k] = self._replay_evals.get((traj.index, step, k))
+            traj.batches[step] = batch
+            traj.next_select += 1
+            out.append(batch)
+            self.timings["select"] += time.perf_counter() - t0
+        return out
+
+    def _commit_ready(self, traj: _Trajectory) -> list[_Batch]:
+        """Commit every complete batch in step order; returns batches newly selected after them."""
+        new: list[_Batch] = []
+        while traj.next_commit in traj.batches and traj.batches[traj.next_commit].complete():
+            batch = traj.batches.pop(traj.next_commit)
+            self._commit(traj, batch)
+            traj.next_commit += 1
+            new += self._select_batches(traj)
+        return new
+
+    def _commit(self, traj: _Trajectory, batch: _Batch) -> None:
+        t0 = time.perf_counter()
+        children: list[State] = list(batch.results)
+        traj.archive.add_batch(children)
+        committed = traj.rule.update(traj.archive, batch.inspirations, children)
+        traj.history.append(committed.id if committed is not None else None)
+        improved = False
+        for child in children:
+            if child.valid and _better(child, traj.best):
+                traj.best = child
+            if child.valid and _better(child, self.best):
+                self.best, improved = child, True
+        self._commits += 1
+        self.timings["commit"] += time.perf_counter() - t0
+        key = (traj.index, batch.step)
+        record = {
+            "kind": "commit",
+            "traj": traj.index,
+            "step": batch.step,
+            "committed": traj.history[-1],
+            "archive_size": len(traj.archive),
+        }
+        if key in self._replay_commits:
+            if self._replay_commits[key]["committed"] != record["committed"]:
+                raise RuntimeError(
+                    f"replay mismatch at trajectory {traj.index} step {batch.step}: logged commit "
+                    f"{self._replay_commits[key]['committed']}, recomputed {record['committed']}"
+                )
+        else:
+            self._log(record)
+        if not self._replaying:
+            done = self._commits * self.config.K
+            self._tb.add(
+                done,
+                {
+                    "search/best_reward": self.best.reward if self.best else None,
+                    "search/best_score": self.best.score if self.best else None,
+                    f"trajectory/{traj.index}/best_reward": traj.best.reward if traj.best else None,
+                    "search/valid_fraction": sum(c.valid for c in children) / len(children),
+                    "search/evals_per_s": self._rate(),
+                    "search/queue_depth": self._queue_depth(),
+                },
+            )
+        if improved and not self._replaying:
+            self._write_best()
+
+    def _write_best(self) -> None:
+        b = self.best
+        if b is None:
+            return
+        traj, step = b.metadata.get("trajectory"), b.metadata.get("step")
+        self.log.write_best(
+            {
+                "env_id": self.config.env_id,
+                "id": b.id,
+                "score": b.score,
+                "reward": b.reward,
+                "trajectory": traj,
+                "step": step,
+                "sota": self.problem.sota,
+                "evaluations": self._commits * self.config.K,
+                "state": state_record(b),
+            },
+            code=b.code,
+        )
+
+    def _log(self, record: dict) -> None:
+        t0 = time.perf_counter()
+        self.log.append(record)
+        self.timings["log"] += time.perf_counter() - t0
+
+    def _rate(self) -> float:
+        elapsed = time.perf_counter() - self._t_start
+        return self._evaluated_now / elapsed if elapsed > 0 else 0.0
+
+    def _queue_depth(self) -> int:
+        return self._ready.qsize() if hasattr(self, "_ready") else 0
+
+    # ------------------------------------------------------------------ workers
+    def _generate(self, batch: _Batch) -> None:
+        """Generation-pool job: sample the batch's actions (unless logged) and queue it."""
+        try:
+            if batch.actions is None:
+                rng_pol, rng_prog = self._rngs(batch.traj, batch.step)[1:]
+                ctx = SamplingContext(
+                    batch.inspirations[0],
+                    tuple(batch.inspirations),
+                    self.problem,
+                    self.config.action_mode,
+                    batch.traj,
+                    batch.step,
+                )
+                actions = self.policy.sample([ctx], self.config.K, rng_pol)[0]
+                actions = [getattr(a, "action", a) for a in actions]
+                if len(actions) != self.config.K:
+                    raise RuntimeError(
+                        f"policy {getattr(self.policy, 'name', self.policy)!r} returned {len(actions)} actions, expected "
+                        f"{self.config.K}"
+                    )
+                seeds = [int(s) for s in rng_prog.integers(2**31 - 1, size=self.config.K)]
+                batch.actions = [to_jsonable(a) for a in actions]
+                self._log(
+                    {
+                        "kind": "batch",
+                        "traj": batch.traj,
+                        "step": batch.step,
+                        "parents": [s.id for s in batch.inspirations],
+                        "actions": batch.actions,
+                        "seeds": seeds,
+                    }
+                )
+                self._seeds[(batch.traj, batch.step)] = seeds
+            while not self._stop.is_set():
+                try:
+                    self._ready.put(batch, timeout=0.1)
+                    return
+                except queue.Full:
+                    continue
+        except BaseException as exc:  # noqa: BLE001 - reported to the coordinator
+            self._events.put(("error", exc))
+
+    def _dispatch_loop(self) -> None:
+        """Dispatcher thread: batches from the bounded queue -> evaluator, bounded in flight."""
+        try:
+            while not self._stop.is_set():
+                try:
+                    batch = self._ready.get(timeout=0.1)
+                except queue.Empty:
+                    continue
+                seeds = self._seeds.get((batch.traj, batch.step)) or [0] * self.config.K
+                for k in range(self.config.K):
+                    if batch.results[k] is not None:
+                        continue
+                    while not self._slots.acquire(timeout=0.1):
+                        if self._stop.is_set():
+                            return
+                    t0 = time.perf_counter()
+                    task = EvalTask(
+                        action=batch.actions[k],  # type: ignore[index]
+                        id=f"c{batch.traj}-l{batch.step}-k{k}",
+                        parent_ids=tuple(s.id for s in batch.inspirations),
+                        parent_solution=batch.inspirations[0].solution,
+                        seed=seeds[k],
+                        metadata={"trajectory": batch.traj, "step": batch.step, "k": k},
+                    )
+                    if self._t_first_submit is None:
+                        self._t_first_submit = time.perf_counter()
+                    with self._inflight_lock:
+                        self._in_flight += 1
+                    future = self._evaluator_obj.submit(task)
+                    future.add_done_callback(lambda f, b=batch, k=k: self._on_done(b, k, f))
+                    self.timings["dispatch"] += time.perf_counter() - t0
+        except BaseException as exc:  # noqa: BLE001
+            self._events.put(("error", exc))
+
+    def _on_done(self, batch: _Batch, k: int, future: Future) -> None:
+        with self._inflight_lock:
+            self._in_flight -= 1
+        self._slots.release()
+        self._events.put(("result", batch, k, future))
+
+    # ------------------------------------------------------------------ run
+    def _replay(self) -> State:
+        """Read the log; rebuild trajectories; return the initial state."""
+        self._replay_batches: dict = {}
+        self._replay_evals: dict = {}
+        self._replay_commits: dict = {}
+        records = self.log.read_records(repair=True) if self.resume else []
+        initial = None
+        for r in records:
+            kind = r.get("kind")
+            if kind == "init":
+                initial = State.from_dict(r["state"])
+            elif kind == "batch":
+                self._replay_batches[(r["traj"], r["step"])] = r
+                self._seeds[(r["traj"], r["step"])] = r.get("seeds")
+            elif kind == "eval":
+                self._replay_evals[(r["traj"], r["step"], r["k"])] = State.from_dict(r["state"])
+            elif kind == "commit":
+                self._replay_commits[(r["traj"], r["step"])] = r
+        return initial  # type: ignore[return-value]
+
+    def _initial_state(self) -> State:
+        env = self.spec.make()
+        _, info = env.reset(seed=int(self.config.seed))
+        s: State = info["state"]
+        return State(
+            s.solution,
+            s.score,
+            s.reward,
+            s.valid,
+            code=s.code,
+            id=INITIAL_ID,
+            parent_ids=(),
+            error=s.error,
+            metadata={"trajectory": None, "step": None},
+        )
+
+    def run(self) -> SearchResult:
+        """Run (or resume) the search to C·L·K evaluations.
+
+        Returns:
+            :class:`SearchResult`. The run directory then holds the complete log, ``best.json``
+            and the ``archive.json`` snapshot.
+
+        Raises:
+            KeyboardInterrupt: after a clean stop (the run directory is resumable).
+            Exception: from the policy or an evaluator (the run directory is resumable).
+        """
+        self.log.lock()
+        try:
+            return self._run()
+        finally:
+            self.log.unlock()
+
+    def _run(self) -> SearchResult:
+        t_run = time.perf_counter()
+        self._t_start = t_run
+        self._events: queue.Queue = queue.Queue()
+        self._stop = threading.Event()
+        self._seeds: dict = {}
+        self._commits = 0
+        self._evaluated_now = 0
+        self._busy_s = 0.0
+        self._in_flight = 0
+        self._inflight_lock = threading.Lock()
+        self._t_first_submit: float | None = None
+        self._t_last_result: float | None = None
+        self.best: State | None = None
+        self._tb = ScalarWriter(self.log.dir, enabled=False)
+
+        initial = self._replay()
+        self._replaying = True
+        if initial is None:
+            self.log.write_config(self._config_dict())
+            initial = self._initial_state()
+            self._log({"kind": "init", "state": state_record(initial)})
+        self.best = initial if initial.valid else None
+        self.trajectories = [self._new_trajectory(c, initial) for c in range(self.config.C)]
+        pending: list[_Batch] = []
+        for traj in self.trajectories:
+            self._select_batches(traj)
+            self._commit_ready(traj)
+            pending += list(traj.batches.values())
+        self._replaying = False
+        evaluations_logged = len(self._replay_evals)
+        self._done_evals = evaluations_logged
+        self._write_best()
+        self._tb = ScalarWriter(self.log.dir, enabled=self._tb_enabled)
+
+        if self._commits < self.config.C * self.config.L:
+            self._run_pipeline(pending)
+        wall = time.perf_counter() - t_run
+        self._finish()
+        span = (self._t_last_result or 0) - (self._t_first_submit or 0)
+        workers = getattr(self, "_n_workers", 1)
+        util = self._busy_s / (span * workers) if span > 0 else 0.0
+        return SearchResult(
+            best=self.best,
+            evaluations=evaluations_logged + self._evaluated_now,
+            evaluated_now=self._evaluated_now,
+            wall_s=wall,
+            utilisation=min(1.0, util),
+            timings=dict(self.timings),
+            trajectories=self._summaries(),
+            run_dir=self.log.dir,
+        )
+
+    def _run_pipeline(self, pending: list[_Batch]) -> None:
+        evaluator = self._evaluator or make_evaluator(
+            self._executor, self.spec, self._workers, self._ray_address
+        )
+        self._evaluator_obj = evaluator
+        self._n_workers = evaluator.workers
+        if hasattr(evaluator, "warm_up"):
+            evaluator.warm_up()
+        self._ready: queue.Queue = queue.Queue(maxsize=self.queue_size)
+        self._slots = threading.Semaphore(self.prefetch * evaluator.workers)
+        gen_pool = ThreadPoolExecutor(self.generation_workers, thread_name_prefix="dg-generate")
+        dispatcher = threading.Thread(target=self._dispatch_loop, name="dg-dispatch", daemon=True)
+        self._t_start = time.perf_counter()
+        dispatcher.start()
+        try:
+            for batch in pending:
+                gen_pool.submit(self._generate, batch)
+            target = self.config.C * self.config.L
+            last_progress = 0.0
+            while self._commits < target:
+                try:
+                    event = self._events.get(timeout=0.25)
+                except queue.Empty:
+                    event = None
+                if event is not None:
+                    if event[0] == "error":
+                        raise event[1]
+                    _, batch, k, future = event
+                    result: EvalResult = future.result()  # raises a worker's exception
+                    self._t_last_result = time.perf_counter()
+                    self._busy_s += result.busy_s
+                    self._evaluated_now += 1
+                    self._done_evals += 1
+                    batch.results[k] = result.state
+                    self._log(
+                        {
+                            "kind": "eval",
+                            "traj": batch.traj,
+                            "step": batch.step,
+                            "k": k,
+                            "busy_s": result.busy_s,
+                            "state": state_record(result.state),
+                        }
+                    )
+                    for new in self._commit_ready(self.trajectories[batch.traj]):
+                        gen_pool.submit(self._generate, new)
+                now = time.perf_counter()
+                if self._progress is not None and (now - last_progress > 0.1 or self._commits >= target):
+                    last_progress = now
+                    self._progress(self.stats())
+        finally:
+            self._stop.set()
+            dispatcher.join(timeout=5)
+            gen_pool.shutdown(wait=True, cancel_futures=True)
+            if self._owns_evaluator:
+                evaluator.close(cancel=self._commits < self.config.C * self.config.L)
+            self.log.sync()
+            if self._commits < self.config.C * self.config.L:
+                self._tb.close()
+                self.log.close()
+
+    def stats(self) -> dict:
+        """Live statistics (what the progress display shows)."""
+        b = self.best
+        return {
+            "done": self._done_evals,
+            "total": self.config.budget,
+            "evaluated": self._evaluated_now,
+            "commits": self._commits,
+            "best_score": b.score if b else None,
+            "best_reward": b.reward if b else None,
+            "evals_per_s": self._rate(),
+            "queue_depth": self._queue_depth(),
+            "in_flight": self._in_flight,
+        }
+
+    def _summaries(self) -> list[dict]:
+        return [
+            {
+                "trajectory": t.index,
+                "best_reward": t.best.reward if t.best else None,
+                "best_score": t.best.score if t.best else None,
+                "best_id": t.best.id if t.best else None,
+                "archive_size": len(t.archive),
+                "commits": sum(h is not None for h in t.history),
+            }
+            for t in self.trajectories
+        ]
+
+    def _finish(self) -> None:
+        self.log.write_snapshot(
+            {
+                "config": self._config_dict(),
+                "best": state_record(self.best) if self.best else None,
+                "trajectories": [
+                    {
+                        "index": t.index,
+                        "history": t.history,
+                        "rule": t.rule.state_dict(),
+                        "archive": t.archive.to_dict(),
+                    }
+                    for t in self.trajectories
+                ],
+            }
+        )
+        self._write_best()
+        self._tb.close()
+        self.log.close()

@@ -1,0 +1,318 @@
+"""State-reuse wrappers: ``gymnasium.Wrapper``s that choose each episode's start state from an archive.
+
+One thin wrapper per rule (they delegate to the rule objects):
+
+* :class:`PUCTReuse` — TTT-Discover App. A.2 (:mod:`~discoverygym.search.puct`);
+* :class:`RPUCGReuse` — TES (:mod:`~discoverygym.search.rpucg`);
+* :class:`EpsilonGreedyReuse` and :class:`NoReuse` — the ablation baselines.
+
+Contract (all four):
+
+* ``reset(seed=None, options=None)`` picks the start state with the rule and passes it down as
+  ``options["state"]`` (the env re-verifies it). ``options["state"]`` given by the caller is used
+  as is (a batched agent's start state, see below). The first reset seeds the archive with the
+  env's initial state (or the ``initial_states`` given to the constructor).
+* ``step(action)`` adds the child (``info["state"]``) to the archive; with RPUCG the child lists
+  every inspiration of the prompt as a parent (TES's DAG), and ``info["state"]`` is that record.
+* Batches: the statistics are updated when a batch closes. A batch opens with :meth:`select`
+  (``k`` start states; lineage blocking for PUCT, anti-inbreeding for RPUCG) or with a reset that
+  picks its own start state, and closes at the next such call, or :meth:`close_batch`. A batched
+  agent therefore does ``starts = env.select(8)``, then for each rollout
+  ``env.reset(options={"state": s}); env.step(a)``; the next ``select`` accounts for all of them.
+  Without explicit batching every episode is its own batch.
+* Randomness comes from ``self.np_random`` (the env's generator); ``reset(seed=s)`` seeds it before
+  the rule picks, so seeded runs repeat exactly.
+* :meth:`save` / :meth:`load` persist the archive, the rule's statistics, the open batch and the
+  generator state atomically (exact resume).
+
+Example:
+    >>> import gymnasium as gym, discoverygym
+    >>> from discoverygym.search.reuse import PUCTReuse
+    >>> env = PUCTReuse(gym.make("CirclePacking-26-v0"))
+    >>> obs, info = env.reset(seed=0)
+    >>> _, reward, *_ , info = env.step(info["state"].solution)
+    >>> len(env.archive)
+    1
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.utils import seeding
+
+from discoverygym.search.archive import Archive, atomic_write_json
+from discoverygym.search.puct import PUCT, PUCTConfig
+from discoverygym.search.rpucg import RPUCG, RPUCGConfig
+from discoverygym.search.selectors import EpsilonGreedy, Initial, Selector
+from discoverygym.types import State
+
+__all__ = ["EpsilonGreedyReuse", "NoReuse", "PUCTReuse", "RPUCGReuse", "ReuseWrapper"]
+
+
+class ReuseWrapper(gym.Wrapper):
+    """Base of the reuse wrappers: an archive, a rule, and the batch bookkeeping.
+
+    Args:
+        env: any environment whose unwrapped env is a :class:`~discoverygym.envs.base.DiscoveryEnv`.
+        rule: the selection rule (:class:`~discoverygym.search.selectors.Selector`).
+        archive: the archive to use (default: ``rule.new_archive()``, the rule's paper caps).
+        initial_states: states seeding the archive (re-verified); default: the env's initial state.
+        inspirations: states per prompt when ``reset`` picks (default: the rule's).
+
+    Attributes:
+        archive: the :class:`~discoverygym.search.archive.Archive`.
+        rule: the rule object (its statistics: ``rule.n``, ``rule.T``...).
+        inspirations: the states of the open batch's prompt (start state first).
+    """
+
+    def __init__(
+        self,
+        env: gym.Env,
+        rule: Selector,
+        archive: Archive | None = None,
+        initial_states: Sequence[State] | None = None,
+        inspirations: int | None = None,
+    ) -> None:
+        super().__init__(env)
+        self.rule = rule
+        self.archive = archive if archive is not None else rule.new_archive()
+        self._initial_states = list(initial_states or [])
+        self.n_inspirations = inspirations or rule.default_inspirations
+        self.inspirations: list[State] = []
+        self._batch_children: list[State] = []
+        self._batch_starts: list[State] = []
+        self._start: State | None = None
+
+    # ------------------------------------------------------------------ archive seeding
+    def _ensure_initial(self, seed: int | None) -> dict | None:
+        """Seed an empty archive. Returns the env's reset info when it had to reset for it."""
+        if len(self.archive) or self.archive.initial_ids:
+            return None
+        env = self.env.unwrapped
+        if self._initial_states:
+            checked = []
+            for s in self._initial_states:
+                v = env.evaluate_construction(s.solution)
+                if not v.valid:
+                    raise ValueError(f"initial state {s.id} is invalid: {v.error}")
+                checked.append(dataclasses.replace(s, score=v.score, reward=v.reward, valid=True, error=None))
+            self.archive.add_batch(checked, initial=True)
+            return None
+        _, info = self.env.reset(seed=seed)
+        self.archive.add(info["state"], initial=True)
+        return info
+
+    # ------------------------------------------------------------------ batches
+    def select(self, k: int) -> list[State]:
+        """Close the open batch and open a new one with ``k`` start states chosen by the rule.
+
+        Returns:
+            Up to ``k`` kept valid states (PUCT: lineage-blocked; RPUCG: anti-inbreeding
+            inspirations; no-reuse: ``k`` copies of the initial state).
+        """
+        self.close_batch()
+        self._ensure_initial(None)
+        picks = self.rule.select(self.archive, k, self.np_random)
+        self.inspirations = list(picks)
+        self._batch_starts = list(picks)
+        return picks
+
+    def close_batch(self) -> State | None:
+        """Account for the open batch's children in the rule's statistics.
+
+        Returns:
+            The committed state (best valid child) or ``None`` (no children, or all failed).
+        """
+        if not self._batch_children:
+            return None
+        parents = self._batch_parents()
+        committed = self.rule.update(self.archive, parents, self._batch_children)
+        self._batch_children = []
+        return committed
+
+    def _batch_parents(self) -> list[State]:
+        """The states the batch's statistics are credited to."""
+        if self.rule.dag:
+            return list(self.inspirations)
+        seen: dict[str, State] = {s.id: s for s in self._batch_starts}
+        for c in self._batch_children:
+            pid = c.parent_ids[0]
+            if pid not in seen and self._start is not None and self._start.id == pid:
+                seen[pid] = self._start
+        return list(seen.values())
+
+    # ------------------------------------------------------------------ gym API
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
+        """Pick the start state (or take ``options["state"]``) and reset the env from it.
+
+        Args:
+            seed: seeds the env's generator before the rule picks.
+            options: ``{"state": State}`` starts from that state inside the open batch.
+
+        Returns:
+            The env's ``(obs, info)``; ``info["reuse"]`` holds ``rule``, ``start_id``,
+            ``inspiration_ids`` and ``archive_size``; ``info["inspirations"]`` the prompt's states.
+        """
+        options = dict(options or {})
+        fresh = self._ensure_initial(seed)
+        if fresh is not None:
+            seed = None  # the env was just seeded by the reset that produced the initial state
+        elif seed is not None:
+            self.env.unwrapped.np_random, _ = seeding.np_random(seed)
+            seed = None
+        start = options.get("state")
+        if start is None:
+            picks = self.select(self.n_inspirations)
+            if not picks:
+                raise RuntimeError("the archive holds no valid state to start from")
+            start = picks[0]
+        elif isinstance(start, dict):
+            start = State.from_dict(start)
+        options["state"] = start
+        obs, info = self.env.reset(seed=seed, options=options)
+        self._start = info["state"]
+        info["inspirations"] = list(self.inspirations) if self.inspirations else [self._start]
+        info["reuse"] = {
+            "rule": self.rule.name,
+            "start_id": self._start.id,
+            "inspiration_ids": [s.id for s in info["inspirations"]],
+            "archive_size": len(self.archive),
+        }
+        return obs, info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        """Step the env and record the child in the archive (and the open batch)."""
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        child: State = info["state"]
+        ids = [s.id for s in self.inspirations]
+        if (
+            self.rule.dag
+            and self._start is not None
+            and child.parent_ids == (self._start.id,)
+            and len(ids) > 1
+            and self._start.id in ids
+        ):  # TES: the child lists every inspiration of its prompt
+            parents = (self._start.id, *(i for i in ids if i != self._start.id))
+            child = dataclasses.replace(child, parent_ids=parents)
+            info["state"] = child
+        self.archive.add(child)
+        self._batch_children.append(child)
+        return obs, reward, terminated, truncated, info
+
+    # ------------------------------------------------------------------ persistence
+    def state_dict(self) -> dict:
+        """Everything needed for an exact resume except the archive (see :meth:`save`)."""
+        return {
+            "rule": self.rule.state_dict(),
+            "inspirations": [s.to_dict() for s in self.inspirations],
+            "batch_starts": [s.to_dict() for s in self._batch_starts],
+            "batch_children": [s.to_dict() for s in self._batch_children],
+            "start": self._start.to_dict() if self._start is not None else None,
+            "np_random": self.np_random.bit_generator.state,
+        }
+
+    def save(self, directory: str | os.PathLike) -> None:
+        """Write ``archive.json`` and ``reuse.json`` atomically into ``directory``."""
+        directory = Path(directory)
+        self.archive.save(directory / "archive.json")
+        atomic_write_json(directory / "reuse.json", self.state_dict())
+
+    def load(self, directory: str | os.PathLike) -> None:
+        """Restore what :meth:`save` wrote (the wrapper must be built with the same arguments)."""
+        directory = Path(directory)
+        self.archive = Archive.load(directory / "archive.json")
+        with open(directory / "reuse.json") as fh:
+            state = json.load(fh)
+        self.rule.load_state_dict(state["rule"])
+        self.inspirations = [State.from_dict(d) for d in state["inspirations"]]
+        self._batch_starts = [State.from_dict(d) for d in state["batch_starts"]]
+        self._batch_children = [State.from_dict(d) for d in state["batch_children"]]
+        self._start = State.from_dict(state["start"]) if state["start"] else None
+        rng = np.random.Generator(np.random.PCG64())
+        rng.bit_generator.state = state["np_random"]
+        self.env.unwrapped.np_random = rng
+
+
+class PUCTReuse(ReuseWrapper):
+    """PUCT state reuse (TTT-Discover App. A.2) over any DiscoveryEnv.
+
+    Args:
+        env: the environment.
+        c: exploration constant (1.0, App. A.2).
+        max_states: archive size (1000, App. A.2); initial seeds always kept.
+        children_per_parent: children kept per parent (2, App. A.2).
+        counting: ``"rollout"`` (released code) or ``"parent"`` (paper) — see :mod:`~discoverygym.search.puct`.
+        **kwargs: :class:`ReuseWrapper` arguments (``archive``, ``initial_states``).
+    """
+
+    def __init__(
+        self,
+        env: gym.Env,
+        c: float = 1.0,
+        max_states: int | None = 1000,
+        children_per_parent: int | None = 2,
+        counting: str = "rollout",
+        **kwargs: Any,
+    ) -> None:
+        rule = PUCT(
+            PUCTConfig(c=c, max_states=max_states, children_per_parent=children_per_parent, counting=counting)
+        )  # type: ignore[arg-type]
+        super().__init__(env, rule, **kwargs)
+
+
+class RPUCGReuse(ReuseWrapper):
+    """RPUCG state reuse (TES) over any DiscoveryEnv: one trajectory.
+
+    ``reset()`` picks ``inspirations`` nodes with anti-inbreeding and starts from the best one; all
+    of them are in ``info["inspirations"]`` (for a prompt) and become the parents of the child.
+
+    Args:
+        env: the environment.
+        gamma: value decay (0.8); c: exploration constant (1.0); inspirations: nodes per prompt (5);
+        restart_every: commits between restarts (25, ``None`` = never); form: ``"code"`` or
+        ``"paper"``; lam: λ of the paper form.
+        **kwargs: :class:`ReuseWrapper` arguments (``archive``, ``initial_states``).
+    """
+
+    def __init__(
+        self,
+        env: gym.Env,
+        gamma: float = 0.8,
+        c: float = 1.0,
+        inspirations: int = 5,
+        restart_every: int | None = 25,
+        form: str = "code",
+        lam: float = 1.0,
+        **kwargs: Any,
+    ) -> None:
+        rule = RPUCG(
+            RPUCGConfig(
+                gamma=gamma, c=c, inspirations=inspirations, restart_every=restart_every, form=form, lam=lam
+            )
+        )  # type: ignore[arg-type]
+        super().__init__(env, rule, inspirations=inspirations, **kwargs)
+
+
+class EpsilonGreedyReuse(ReuseWrapper):
+    """ε-greedy reuse (TTT-Discover's ablation, ε = 0.1): best state, or a uniform one with prob. ε."""
+
+    def __init__(self, env: gym.Env, epsilon: float = 0.1, **kwargs: Any) -> None:
+        super().__init__(env, EpsilonGreedy(epsilon), **kwargs)
+
+
+class NoReuse(ReuseWrapper):
+    """No reuse (TTT-Discover's ablation): every episode starts from the same initial state.
+
+    Children are still archived (for the record and the best state).
+    """
+
+    def __init__(self, env: gym.Env, **kwargs: Any) -> None:
+        super().__init__(env, Initial(), **kwargs)

@@ -1,0 +1,209 @@
+"""The run directory: the single source of truth of a search run.
+
+Files (``runs/<name>/``):
+
+* ``config.json`` — the search configuration (written atomically at the start);
+* ``archive.jsonl`` — append-only log, one JSON record per line: ``init`` (the initial state),
+  ``batch`` (a generated batch: trajectory, step, inspiration ids, actions), ``eval`` (one
+  evaluated candidate: trajectory, step, index, state) and ``commit`` (a finished step). Every
+  record is one ``write`` + ``flush`` (a killed process loses nothing it logged); ``fsync`` runs
+  at most every ``fsync_interval_s`` seconds and at the end (an OS crash loses at most that);
+* ``best.json`` — the best valid state so far (atomic rewrite on each improvement), and in code
+  mode ``best.py`` (its program);
+* ``archive.json`` — final snapshot: each trajectory's archive, rule statistics and history;
+* ``events.out.tfevents.*`` — TensorBoard scalars (tensorboardX), when installed.
+
+The reader is tolerant: a torn last line (killed mid-write) is dropped and truncated away before
+appending resumes; a corrupt line anywhere else is an error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+from discoverygym.search.archive import atomic_write_json
+
+__all__ = ["RunLog", "ScalarWriter"]
+
+
+class RunLog:
+    """Reads and writes one run directory (thread-safe appends).
+
+    Args:
+        run_dir: the directory (created if missing).
+        fsync_interval_s: the longest time between two ``fsync`` of the log (seconds).
+    """
+
+    CONFIG = "config.json"
+    LOG = "archive.jsonl"
+    BEST = "best.json"
+    SNAPSHOT = "archive.json"
+
+    def __init__(self, run_dir: str | os.PathLike, fsync_interval_s: float = 1.0) -> None:
+        self.dir = Path(run_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.fsync_interval_s = fsync_interval_s
+        self._lock = threading.Lock()
+        self._fh: Any = None
+        self._last_sync = time.monotonic()
+
+    # ------------------------------------------------------------------ exclusive use
+    def lock(self) -> None:
+        """Take an exclusive lock on the run directory (released on :meth:`unlock` or process exit).
+
+        Raises:
+            RuntimeError: another process is running a search in this directory.
+        """
+        import fcntl
+
+        self._lock_fh = open(self.dir / ".lock", "w")  # noqa: SIM115 - held until unlock()
+        try:
+            fcntl.flock(self._lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._lock_fh.close()
+            self._lock_fh = None
+            raise RuntimeError(f"{self.dir} is in use by another search process") from None
+
+    def unlock(self) -> None:
+        """Release :meth:`lock`."""
+        fh = getattr(self, "_lock_fh", None)
+        if fh is not None:
+            fh.close()
+            self._lock_fh = None
+
+    # ------------------------------------------------------------------ config / best / snapshot
+    def read_config(self) -> dict | None:
+        """``config.json`` as a dict, or ``None`` when absent."""
+        path = self.dir / self.CONFIG
+        if not path.exists():
+            return None
+        with open(path) as fh:
+            return json.load(fh)
+
+    def write_config(self, config: dict) -> None:
+        """Write ``config.json`` atomically."""
+        atomic_write_json(self.dir / self.CONFIG, config)
+
+    def write_best(self, data: dict, code: str | None = None) -> None:
+        """Rewrite ``best.json`` (and ``best.py`` when ``code``) atomically."""
+        if code:
+            tmp = self.dir / ".best.py.tmp"
+            tmp.write_text(code)
+            os.replace(tmp, self.dir / "best.py")
+        atomic_write_json(self.dir / self.BEST, data, fsync=False)  # rewritten often; the log is durable
+
+    def write_snapshot(self, data: dict) -> None:
+        """Rewrite ``archive.json`` atomically."""
+        atomic_write_json(self.dir / self.SNAPSHOT, data)
+
+    # ------------------------------------------------------------------ log
+    @property
+    def log_path(self) -> Path:
+        """Path of ``archive.jsonl``."""
+        return self.dir / self.LOG
+
+    def has_log(self) -> bool:
+        """Whether the run directory already holds logged records."""
+        return self.log_path.exists() and self.log_path.stat().st_size > 0
+
+    def read_records(self, repair: bool = False) -> list[dict]:
+        """All complete records of ``archive.jsonl``, in order.
+
+        Args:
+            repair: truncate a torn last line away (call before appending again).
+
+        Raises:
+            ValueError: a complete line that is not valid JSON (the file was corrupted).
+        """
+        if not self.log_path.exists():
+            return []
+        data = self.log_path.read_bytes()
+        end = data.rfind(b"\n") + 1  # bytes after the last newline: a torn write
+        records = []
+        for lineno, line in enumerate(data[:end].splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(
+                    f"{self.log_path}:{lineno} is corrupt ({exc}); the run cannot be resumed"
+                ) from None
+        if repair and end < len(data):
+            with open(self.log_path, "r+b") as fh:
+                fh.truncate(end)
+        return records
+
+    def append(self, record: dict) -> None:
+        """Append one record (one line; flushed; fsynced at most every ``fsync_interval_s``)."""
+        line = json.dumps(record, allow_nan=True, separators=(",", ":")) + "\n"
+        with self._lock:
+            if self._fh is None:
+                self._fh = open(self.log_path, "a")  # noqa: SIM115 - kept open for appends
+            self._fh.write(line)
+            self._fh.flush()
+            now = time.monotonic()
+            if now - self._last_sync >= self.fsync_interval_s:
+                os.fsync(self._fh.fileno())
+                self._last_sync = now
+
+    def sync(self) -> None:
+        """``fsync`` the log now."""
+        with self._lock:
+            if self._fh is not None:
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
+                self._last_sync = time.monotonic()
+
+    def close(self) -> None:
+        """Flush, fsync and close the log."""
+        self.sync()
+        with self._lock:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
+
+
+class ScalarWriter:
+    """TensorBoard scalars in the run directory (tensorboardX); a no-op when it is not installed.
+
+    Args:
+        log_dir: where the event files go.
+        enabled: ``False`` disables writing.
+    """
+
+    def __init__(self, log_dir: str | os.PathLike, enabled: bool = True) -> None:
+        self._writer: Any = None
+        self.available = False
+        if not enabled:
+            return
+        try:
+            from tensorboardX import SummaryWriter
+        except ImportError:
+            warnings.warn(
+                "tensorboardX is not installed: no TensorBoard scalars (pip install tensorboardX)",
+                stacklevel=2,
+            )
+            return
+        self._writer = SummaryWriter(logdir=str(log_dir), flush_secs=10)
+        self.available = True
+
+    def add(self, step: int, scalars: dict[str, float | None]) -> None:
+        """Write ``{tag: value}`` at ``step`` (``None`` values are skipped)."""
+        if self._writer is None:
+            return
+        for tag, value in scalars.items():
+            if value is not None:
+                self._writer.add_scalar(tag, float(value), step)
+
+    def close(self) -> None:
+        """Flush and close the event file."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
