@@ -10,9 +10,10 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table

@@ -4,4 +4,4 @@ from discoverygym.envs.base import DiscoveryEnv
 from discoverygym.envs.problem import Problem
 from discoverygym.envs.registry import ENVS, get_problem, register_envs
 
-__all__ = ["DiscoveryEnv", "ENVS", "Problem", "get_problem", "register_envs"]
+__all__ = ["ENVS", "DiscoveryEnv", "Problem", "get_problem", "register_envs"]

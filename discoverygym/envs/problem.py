@@ -7,8 +7,9 @@ A problem is data plus three functions (verifier, initial construction, picture)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import numpy as np
 

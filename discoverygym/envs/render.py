@@ -28,7 +28,7 @@ def step_function(heights: np.ndarray, size: int = 256) -> np.ndarray:
     lo, hi = min(0.0, float(h.min())), max(0.0, float(h.max()))
     span = hi - lo if hi > lo else 1.0
     margin = 8
-    to_y = lambda v: size - margin - (v - lo) / span * (size - 2 * margin)  # noqa: E731
+    to_y = lambda v: size - margin - (v - lo) / span * (size - 2 * margin)
     xs = np.linspace(margin, size - margin, len(h) + 1)
     # downsample to at most one bar per pixel column: take the max |h| in each column
     cols = np.clip(((xs[:-1] - margin) // 1).astype(int), 0, size)

@@ -6,7 +6,6 @@ rule broken and the first offending entry, e.g. ``"h[17] = nan is not finite"``.
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
