@@ -1,4 +1,4 @@
-"""The ``discoverygym`` command: list environments, evaluate constructions or programs, run searches.
+"""The ``discoverygym`` command: list environments, evaluate candidates, search, train and compare agents.
 
 Exit codes: 0 when the candidate was evaluated (valid or not), 2 for usage errors (unknown env,
 unreadable file, wrong file format).
@@ -21,6 +21,7 @@ from rich.table import Table
 from discoverygym.envs.base import DiscoveryEnv
 from discoverygym.envs.registry import ENVS
 from discoverygym.rewards.sandbox import SandboxLimits
+from discoverygym.agents import cli as agents_cli
 from discoverygym.search import cli as search_cli
 from discoverygym.types import State
 
@@ -179,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_eval.add_argument("--timeout", type=float, default=60.0, help="program wall-clock limit in seconds (default 60)")
     p_eval.add_argument("--seed", type=int, default=0, help="seed passed to the program (default 0)")
     search_cli.add_parser(sub)
+    agents_cli.add_parsers(sub)
     return parser
 
 
@@ -190,6 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "search":
             return search_cli.run(args)
+        if args.command in ("train", "compare"):
+            return agents_cli.run(args)
         if args.command == "list":
             return _cmd_list(args, console)
         return _cmd_evaluate(args, console)

@@ -14,6 +14,12 @@ trained model all plug into the evolutionary-search runner (:mod:`discoverygym.s
 All randomness must come from ``rng`` so that seeded searches repeat exactly.
 
 Registered names (``--policy``): see :data:`POLICIES`; add one with :func:`register_policy`.
+
+Trainable policies (``discoverygym train --policy``) implement :class:`TrainablePolicy` on top:
+differentiable per-token log-probabilities, torch parameters, ``state_dict`` and a frozen
+``reference()`` copy for the KL term (docs/architecture.md, "Agent contract"). They are
+registered in :data:`TRAINABLE_POLICIES` and built with :func:`make_trainable_policy`, because
+they need the construction's shape (so they are not offered to ``discoverygym search``).
 """
 
 from __future__ import annotations
@@ -28,7 +34,16 @@ import numpy as np
 from discoverygym.envs.problem import Problem
 from discoverygym.types import State
 
-__all__ = ["POLICIES", "Policy", "SamplingContext", "make_policy", "register_policy"]
+__all__ = [
+    "POLICIES",
+    "TRAINABLE_POLICIES",
+    "Policy",
+    "SamplingContext",
+    "TrainablePolicy",
+    "make_policy",
+    "make_trainable_policy",
+    "register_policy",
+]
 
 
 @dataclass(frozen=True)
@@ -85,3 +100,56 @@ def make_policy(name: str, **kwargs: Any) -> Policy:
         raise ValueError(f"unknown policy {name!r}; registered: {', '.join(sorted(POLICIES))}")
     module, attr = POLICIES[name].split(":")
     return getattr(importlib.import_module(module), attr)(**kwargs)
+
+
+@runtime_checkable
+class TrainablePolicy(Policy, Protocol):
+    """A :class:`Policy` that RL agents can update (docs/architecture.md, "Agent contract").
+
+    ``sample`` returns objects with ``.action`` (the construction or program), ``.logprob``
+    (``[T]`` behaviour log-probabilities per action token, no gradient) and whatever the policy
+    needs to score the sample again.
+    """
+
+    def token_logprobs(self, samples: Sequence[Any]) -> Any:
+        """Differentiable ``[B, T]`` torch tensor of per-token log-probabilities of ``samples``."""
+
+    def logprob(self, contexts: Sequence[SamplingContext] | None, samples: Sequence[Any]) -> Any:
+        """Differentiable ``[B]`` sequence log-probabilities."""
+
+    def parameters(self) -> Any:
+        """The torch parameters to optimise."""
+
+    def state_dict(self) -> dict:
+        """Torch state dict (checkpoints)."""
+
+    def load_state_dict(self, state: dict) -> Any:
+        """Restore :meth:`state_dict`."""
+
+    def reference(self) -> TrainablePolicy:
+        """A frozen copy: π_ref of the KL term."""
+
+    def stats(self) -> dict[str, float]:
+        """Scalars to log (step size, entropy...)."""
+
+    def config(self) -> dict[str, Any]:
+        """JSON constructor arguments that rebuild the same architecture."""
+
+
+#: trainable policy name -> "module:attribute" of its class (imported lazily; needs torch).
+TRAINABLE_POLICIES: dict[str, str] = {
+    "gaussian": "discoverygym.agents.policies.gaussian:GaussianPolicy",
+}
+
+
+def make_trainable_policy(name: str, shape: Sequence[int], **kwargs: Any) -> TrainablePolicy:
+    """Build a registered trainable policy for constructions of ``shape``.
+
+    Raises:
+        ValueError: unknown name (the message lists the registered ones).
+        ImportError: torch is not installed (``pip install 'discoverygym[rl]'``).
+    """
+    if name not in TRAINABLE_POLICIES:
+        raise ValueError(f"unknown trainable policy {name!r}; registered: {', '.join(sorted(TRAINABLE_POLICIES))}")
+    module, attr = TRAINABLE_POLICIES[name].split(":")
+    return getattr(importlib.import_module(module), attr)(shape=shape, **kwargs)

@@ -1,0 +1,304 @@
+"""``discoverygym train`` and ``discoverygym compare``: online RL runs from the command line.
+
+Wiring into the main command (``discoverygym/cli.py``)::
+
+    from discoverygym.agents import cli as agents_cli      # import (torch is imported lazily)
+    agents_cli.add_parsers(sub)                              # in build_parser
+    # in main: if args.command in ("train", "compare"): return agents_cli.run(args)
+
+Exit codes: 0 finished, 2 usage error (unknown env/agent, unreadable --init, missing torch),
+130 interrupted (Ctrl-C; ``train --resume`` continues from the last checkpoint).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+__all__ = ["add_parsers", "main", "run"]
+
+AGENTS = {"ttt-discover": "full", "naive-rl": "naive-rl"}
+
+
+def add_parsers(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``train`` and ``compare`` sub-commands to the ``discoverygym`` parser."""
+    p = subparsers.add_parser(
+        "train", help="online RL (TTT-Discover or naive RL) on one env, into a resumable run directory",
+        description="Test-time RL on a construction env: groups x group-size rollouts per step from start "
+        "states chosen by the reuse rule, entropic (adaptive β) advantages, KL to the frozen initial policy, "
+        "Adam. Writes config.json, metrics.jsonl, best.json, archive.json, TensorBoard events and "
+        "checkpoints/ into --run-dir.",
+        epilog="Example: discoverygym train ErdosMinOverlap-v0 --agent ttt-discover --steps 20 --groups 4 "
+        "--group-size 16 --run-dir runs/erdos",
+    )
+    p.add_argument("env_id", help="environment id (see `discoverygym list`)")
+    p.add_argument("--agent", default="ttt-discover",
+                   help="ttt-discover (default), naive-rl, or any ablation: full, constant-beta, expected-reward, "
+                   "no-training, epsilon-greedy, no-reuse, best-of-n")
+    _common(p)
+    p.add_argument("--run-dir", required=True, help="run directory (must be new unless --resume)")
+    p.add_argument("--init", default=None, help="start from this construction file (JSON: bare or {'construction': ...})")
+    p.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its last checkpoint")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+    c = subparsers.add_parser(
+        "compare", help="run several configs x seeds, print best score mean ± sd, write a plot and TensorBoard runs",
+        epilog="Example: discoverygym compare CirclePacking-26-v0 --configs full,naive-rl,no-reuse,constant-beta "
+        "--seeds 3 --steps 10 --run-dir runs/compare",
+    )
+    c.add_argument("env_id")
+    c.add_argument("--configs", default="full,naive-rl,no-reuse,constant-beta",
+                   help="comma-separated ablation names (default full,naive-rl,no-reuse,constant-beta)")
+    c.add_argument("--seeds", type=int, default=3, help="seeds per config (default 3)")
+    _common(c)
+    c.add_argument("--run-dir", default="runs/compare", help="parent directory of the per-config runs")
+    c.add_argument("--init", default=None, help="start every run from this construction file")
+    c.add_argument("--json", action="store_true", help="print the table as JSON")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--policy", default="gaussian", help="trainable policy (default gaussian)")
+    p.add_argument("--steps", type=int, default=None, help="training steps (default 50)")
+    p.add_argument("--groups", type=int, default=None, help="groups (start states) per step (default 8)")
+    p.add_argument("--group-size", type=int, default=None, help="rollouts per group (default 64)")
+    p.add_argument("--seed", type=int, default=None, help="seed (default 0)")
+    p.add_argument("--lr", type=float, default=None, help="Adam learning rate (default 0.05)")
+    p.add_argument("--kl-coef", type=float, default=None, help="λ of the KL shaping (default 0.1)")
+    p.add_argument("--sigma", type=float, default=None, help="initial relative step size of the policy (0.02)")
+    p.add_argument("--polish", default=None,
+                   help="policy polish: none (default), auto (the problem's registered local optimiser) or a name")
+    p.add_argument("--polish-kwargs", type=json.loads, default=None, help="polisher arguments as JSON")
+    p.add_argument("--budget-s", type=float, default=None, help="wall-clock budget per run (seconds)")
+    p.add_argument("--image-every", type=int, default=None, help="steps between TensorBoard images (default 5)")
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, field in (("steps", "steps"), ("groups", "groups"), ("group_size", "group_size"), ("seed", "seed"),
+                       ("lr", "lr"), ("kl_coef", "kl_coef"), ("budget_s", "budget_s"), ("image_every", "image_every"),
+                       ("policy", "policy")):
+        if getattr(args, key, None) is not None:
+            out[field] = getattr(args, key)
+    pk: dict[str, Any] = {}
+    if args.sigma is not None:
+        pk["sigma"] = args.sigma
+    if args.polish is not None:
+        pk["polish"] = args.polish
+    if args.polish_kwargs is not None:
+        pk["polish_kwargs"] = args.polish_kwargs
+    if pk:
+        out["policy_kwargs"] = pk
+    return out
+
+
+class _Usage(Exception):
+    pass
+
+
+def _load_init(path: str | None) -> Any:
+    if path is None:
+        return None
+    from discoverygym.cli import UsageError, load_construction
+
+    try:
+        return load_construction(Path(path))
+    except UsageError as exc:
+        raise _Usage(str(exc)) from None
+
+
+def _fmt(v: float | None) -> str:
+    return "—" if v is None else f"{v:.10g}"
+
+
+def _train(args: argparse.Namespace, console: Console) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from discoverygym.agents.trainer import ABLATIONS, TrainConfig, Trainer, ablation_config
+    from discoverygym.envs.registry import ENVS
+
+    if args.env_id not in ENVS:
+        raise _Usage(f"unknown env {args.env_id!r}; run `discoverygym list`")
+    name = AGENTS.get(args.agent, args.agent)
+    if name not in ABLATIONS:
+        raise _Usage(f"unknown agent {args.agent!r}; use ttt-discover, naive-rl or one of {', '.join(ABLATIONS)}")
+    run_dir = Path(args.run_dir)
+    overrides = _overrides(args)
+    if args.resume:
+        cfg_path = run_dir / "config.json"
+        if not cfg_path.exists():
+            raise _Usage(f"{run_dir} holds no run to resume (no config.json)")
+        stored = json.loads(cfg_path.read_text())
+        stored.update({k: v for k, v in overrides.items() if k in ("steps", "budget_s", "image_every")})
+        config = TrainConfig(**stored)
+        initial = _load_init(config.init)
+    else:
+        if (run_dir / "checkpoints" / "latest.json").exists():
+            raise _Usage(f"{run_dir} already holds a run: pass --resume or choose another --run-dir")
+        config = ablation_config(name, env_id=args.env_id, init=args.init, **overrides)
+        initial = _load_init(args.init)
+    problem = ENVS[config.env_id]
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("best {task.fields[best]}"), TextColumn("{task.fields[rate]} eval/s"),
+                        TimeElapsedColumn(), console=console, disable=args.json or not console.is_terminal)
+    plain = not args.json and not console.is_terminal
+    task = progress.add_task(config.name, total=config.steps, best="—", rate="—")
+
+    def on_step(m: dict) -> None:
+        progress.update(task, completed=m["step"], best=_fmt(m["score/best"]), rate=f"{m['perf/evals_per_s']:.0f}")
+        if plain:
+            print(f"step {m['step']}/{config.steps}  best {_fmt(m['score/best'])}  reward mean "
+                  f"{m['reward/mean']:.6g}  valid {m['valid_fraction']:.2f}  {m['perf/step_time_s']:.2f} s", flush=True)
+
+    try:
+        trainer = Trainer(config, run_dir, initial=initial, resume=args.resume, callback=on_step)
+    except (ValueError, FileExistsError, FileNotFoundError) as exc:
+        raise _Usage(str(exc)) from None
+    with progress:
+        result = trainer.run()
+    record = problem.sota["value"]
+    better = (lambda a, b: a < b) if problem.direction == "min" else (lambda a, b: a > b)
+    best = result.best.score
+    summary = {
+        "env_id": config.env_id, "config": config.name, "steps": result.steps, "elapsed_s": result.elapsed_s,
+        "initial_score": result.initial.score, "best_score": best, "record": record,
+        "record_source": problem.sota["source"], "gap_to_record": None if best is None else best - record,
+        # the registered record is rounded: only an improvement over the start can beat it
+        "beats_record": bool(best is not None and better(best, record) and better(best, result.initial.score)),
+        "improved": bool(best is not None and better(best, result.initial.score)), "run_dir": str(run_dir),
+        "best_file": str(run_dir / "best.json"),
+    }
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    table = Table(title=f"{problem.title}: {config.name}, {result.steps} steps", show_header=False)
+    table.add_row("start", _fmt(result.initial.score))
+    table.add_row("best", _fmt(best))
+    table.add_row("published record", f"{record} ({problem.sota['source']})")
+    table.add_row("gap to record", "—" if best is None else f"{best - record:+.3e} ("
+                  + ("beats it" if summary["beats_record"] else "does not beat it") + ")")
+    table.add_row("vs start", "improved" if summary["improved"] else "no improvement (best = start)")
+    table.add_row("time", f"{result.elapsed_s:.1f} s this call")
+    table.add_row("run dir", f"{run_dir}  (tensorboard --logdir {run_dir})")
+    console.print(table)
+    return 0
+
+
+def _compare(args: argparse.Namespace, console: Console) -> int:
+    from discoverygym.agents.trainer import ABLATIONS, Trainer, ablation_config
+    from discoverygym.envs.registry import ENVS
+
+    if args.env_id not in ENVS:
+        raise _Usage(f"unknown env {args.env_id!r}; run `discoverygym list`")
+    names = [AGENTS.get(n.strip(), n.strip()) for n in args.configs.split(",") if n.strip()]
+    unknown = [n for n in names if n not in ABLATIONS]
+    if unknown:
+        raise _Usage(f"unknown config(s) {', '.join(unknown)}; known: {', '.join(ABLATIONS)}")
+    problem = ENVS[args.env_id]
+    initial = _load_init(args.init)
+    root = Path(args.run_dir)
+    overrides = _overrides(args)
+    overrides.pop("seed", None)
+    rows, curves = [], {}
+    for name in names:
+        bests = []
+        for seed in range(args.seeds):
+            config = ablation_config(name, env_id=args.env_id, seed=seed, init=args.init, **overrides)
+            run_dir = root / f"{name}-seed{seed}"
+            if (run_dir / "checkpoints" / "latest.json").exists():
+                raise _Usage(f"{run_dir} already holds a run: choose another --run-dir")
+            result = Trainer(config, run_dir, initial=initial).run()
+            bests.append(result.best.score)
+            curves.setdefault(name, []).append([m["score/best"] for m in result.history])
+            if not args.json:
+                console.print(f"{name} seed {seed}: best {_fmt(result.best.score)} ({result.elapsed_s:.1f} s)")
+        valid = [b for b in bests if b is not None]
+        rows.append({"config": name, "mean": statistics.fmean(valid) if valid else None,
+                     "sd": statistics.stdev(valid) if len(valid) > 1 else 0.0, "bests": bests})
+    plot = root / "compare.png"
+    _plot(curves, problem, plot)
+    if args.json:
+        print(json.dumps({"env_id": args.env_id, "record": problem.sota["value"], "rows": rows, "plot": str(plot)}))
+        return 0
+    table = Table(title=f"{problem.title}: best {problem.quantity} over {args.seeds} seeds "
+                  f"({'lower' if problem.direction == 'min' else 'higher'} is better)")
+    for col in ("config", "best (mean ± sd)", "per seed", "record"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["config"], "—" if r["mean"] is None else f"{r['mean']:.8g} ± {r['sd']:.2g}",
+                      ", ".join(_fmt(b) for b in r["bests"]), str(problem.sota["value"]))
+    console.print(table)
+    console.print(f"plot: {plot}; TensorBoard: tensorboard --logdir {root}")
+    return 0
+
+
+def _plot(curves: dict[str, list[list[float]]], problem: Any, path: Path) -> None:
+    """Best-so-far score per step (mean over seeds), one line per config, as a PNG (PIL only)."""
+    from PIL import Image, ImageDraw
+
+    w, h, pad = 720, 420, 50
+    img = Image.new("RGB", (w, h), "white")
+    d = ImageDraw.Draw(img)
+    series = {}
+    for name, runs in curves.items():
+        length = min((len(r) for r in runs), default=0)
+        pts = [statistics.fmean(r[i] for r in runs if r[i] is not None) for i in range(length)]
+        if pts:
+            series[name] = pts
+    values = [v for s in series.values() for v in s]
+    d.text((pad, 10), f"{problem.title}: best {problem.quantity} per step (mean over seeds)", fill="black")
+    d.rectangle([pad, pad, w - pad, h - pad], outline="black")
+    if values:
+        lo, hi = min(values), max(values)
+        hi = hi if hi > lo else lo + 1e-12
+        steps = max(len(s) for s in series.values())
+        colours = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
+        for i, (name, s) in enumerate(series.items()):
+            xy = [(pad + (w - 2 * pad) * (j / max(steps - 1, 1)), h - pad - (h - 2 * pad) * ((v - lo) / (hi - lo)))
+                  for j, v in enumerate(s)]
+            colour = colours[i % len(colours)]
+            if len(xy) > 1:
+                d.line(xy, fill=colour, width=2)
+            d.text((w - pad - 150, pad + 5 + 14 * i), name, fill=colour)
+        d.text((5, pad), f"{hi:.6g}", fill="black")
+        d.text((5, h - pad - 10), f"{lo:.6g}", fill="black")
+        d.text((w // 2, h - pad + 10), "step", fill="black")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    img.save(path)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``train`` or ``compare`` for parsed ``args`` (see the module docstring for exit codes)."""
+    console = Console(stderr=bool(getattr(args, "json", False)))
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        console.print("[red]error:[/] training needs torch: pip install 'discoverygym[rl]' "
+                      "(CPU: pip install torch==2.13.0 first)")
+        return 2
+    try:
+        return _train(args, console) if args.command == "train" else _compare(args, console)
+    except _Usage as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return 2
+    except KeyboardInterrupt:
+        console.print("interrupted: continue with `discoverygym train ... --run-dir DIR --resume`")
+        return 130
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Standalone entry: ``python -m discoverygym.agents.cli train ENV_ID --run-dir DIR``."""
+    parser = argparse.ArgumentParser(prog="discoverygym")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_parsers(sub)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

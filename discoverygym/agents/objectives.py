@@ -1,0 +1,267 @@
+"""Advantage estimators over groups of rollouts: the objectives of TTT-Discover and its ablations.
+
+Every estimator is a function of a ``[groups, rollouts]`` reward tensor (float64 recommended; the
+rewards of one row were all sampled from the same start state) and returns an :class:`Advantages`.
+The trainer (:mod:`discoverygym.agents.trainer`) never looks inside: a new RL algorithm plugs in by
+passing any callable with the :class:`Objective` signature.
+
+Source: TTT-Discover ("Learning to Discover at Test Time", arXiv 2601.16175) §3.2 and App. A.1,
+and its released code (``rl/train.py``); summarised in ``docs/algorithms.md``.
+
+* :func:`mean_baseline` — expected reward (naive RL): ``A_n = r_n − mean(r)``.
+* :func:`entropic_constant` — entropic objective with fixed β (β = 2 in the ablation), leave-one-out.
+* :func:`entropic_adaptive` — entropic objective with β chosen per group so that
+  ``KL(softmax(β r) ‖ uniform) = ln 2`` (:func:`adaptive_beta`), leave-one-out, max-shift.
+* :func:`kl_shaping` — token (action-unit) level KL shaping ``A_t ← A_t + λ (avg − Δ_t)``.
+
+Groups whose rewards are all equal carry no signal and are dropped (``keep`` is False, their
+advantages are 0) by every estimator here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+
+__all__ = [
+    "OBJECTIVES",
+    "Advantages",
+    "Objective",
+    "adaptive_beta",
+    "entropic_adaptive",
+    "entropic_constant",
+    "kl_shaping",
+    "kl_to_uniform",
+    "loo_entropic_advantages",
+    "make_objective",
+    "mean_baseline",
+]
+
+#: KL budget of the adaptive β search (TTT-Discover App. A.1).
+KL_BUDGET = math.log(2.0)
+
+
+@dataclass
+class Advantages:
+    """Output of an objective.
+
+    Attributes:
+        adv: ``[groups, rollouts]`` float tensor, the advantage of each rollout (0 for dropped groups).
+        keep: ``[groups]`` bool tensor, False for groups that carry no signal (all rewards equal).
+        beta: ``[groups]`` float tensor, the β used per group (NaN where not applicable).
+    """
+
+    adv: torch.Tensor
+    keep: torch.Tensor
+    beta: torch.Tensor
+
+
+class Objective(Protocol):
+    """``rewards [groups, rollouts] -> Advantages``: the one hook a new RL algorithm implements."""
+
+    def __call__(self, rewards: torch.Tensor) -> Advantages: ...
+
+
+def _check(rewards: torch.Tensor) -> torch.Tensor:
+    r = torch.as_tensor(rewards)
+    if r.ndim != 2:
+        raise ValueError(f"rewards must be a [groups, rollouts] tensor, got shape {tuple(r.shape)}")
+    if not torch.is_floating_point(r):
+        r = r.to(torch.float64)
+    if not torch.isfinite(r).all():
+        raise ValueError("rewards must be finite (invalid rollouts get the env's finite failure reward)")
+    return r
+
+
+def _varying(r: torch.Tensor) -> torch.Tensor:
+    """``[groups]`` bool: the group's rewards are not all equal (and it has ≥ 2 rollouts)."""
+    return (r.max(dim=1).values > r.min(dim=1).values) & (r.shape[1] >= 2)
+
+
+def mean_baseline(rewards: torch.Tensor) -> Advantages:
+    """Expected-reward objective (naive RL): ``A_n = r_n − mean(r)`` per group.
+
+    Args:
+        rewards: ``[groups, rollouts]`` float tensor.
+
+    Returns:
+        :class:`Advantages` (β = NaN); constant-reward groups dropped.
+
+    Raises:
+        ValueError: not 2-D, or non-finite rewards.
+
+    Source: TTT-Discover §3.2 / docs/algorithms.md "Naive RL / expected reward".
+    """
+    r = _check(rewards)
+    keep = _varying(r)
+    adv = (r - r.mean(dim=1, keepdim=True)) * keep[:, None]
+    return Advantages(adv, keep, torch.full((r.shape[0],), float("nan"), dtype=r.dtype))
+
+
+def kl_to_uniform(r: torch.Tensor, beta: float | torch.Tensor) -> torch.Tensor:
+    """``KL(softmax(β r) ‖ uniform) = Σ_n q_n log(N q_n)`` for one group (nats, ≥ 0).
+
+    Args:
+        r: ``[N]`` float tensor of rewards.
+        beta: β ≥ 0 (scalar).
+
+    Returns:
+        0-d tensor, the KL divergence (computed with log-softmax: stable for any β).
+    """
+    logq = torch.log_softmax(torch.as_tensor(beta, dtype=r.dtype) * r, dim=0)
+    return (logq.exp() * (logq + math.log(r.shape[0]))).sum()
+
+
+def adaptive_beta(
+    r: torch.Tensor, budget: float = KL_BUDGET, beta_max: float = 1e6, iters: int = 60
+) -> float:
+    """β ≥ 0 with ``KL(softmax(β r) ‖ uniform) = budget`` (TTT-Discover App. A.1).
+
+    Search exactly as the reference code: ``hi = 1``; while ``KL(hi) < budget`` and
+    ``hi < beta_max``, double ``hi`` (if still below, return ``hi``); else bisect ``[0, hi]`` for
+    ``iters`` iterations, keeping ``hi`` on the side with ``KL ≥ budget``; return ``hi``.
+
+    Args:
+        r: ``[N]`` float tensor (float64 recommended).
+        budget: KL budget in nats (ln 2).
+        beta_max: doubling cap (1e6).
+        iters: bisection iterations (60).
+
+    Returns:
+        β as a Python float; 0.0 when N < 2 or all rewards are equal (KL is 0 for every β).
+
+    Note: KL(β) is non-decreasing in β, and it saturates at ``ln(N / #argmax)``; when that limit is
+    below the budget (e.g. N = 2, where the limit is exactly ln 2) the doubling stops at ``beta_max``.
+    """
+    r = torch.as_tensor(r, dtype=torch.float64).reshape(-1)
+    if r.numel() < 2 or not bool(r.max() > r.min()):
+        return 0.0
+    hi = 1.0
+    while float(kl_to_uniform(r, hi)) < budget and hi < beta_max:
+        hi *= 2.0
+    if float(kl_to_uniform(r, hi)) < budget:
+        return hi
+    lo = 0.0
+    for _ in range(iters):
+        mid = 0.5 * (lo + hi)
+        if float(kl_to_uniform(r, mid)) >= budget:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def loo_entropic_advantages(r: torch.Tensor, beta: float, eps: float = 1e-12) -> torch.Tensor:
+    """Leave-one-out entropic advantages with max-shift for one group.
+
+    ``e_n = exp(β (r_n − max r))``, ``Z_{−n} = (Σ_m e_m − e_n) / (N − 1)``,
+    ``A_n = e_n / (Z_{−n} + eps) − 1`` (TTT-Discover App. A.1, code ``rl/train.py``).
+
+    Args:
+        r: ``[N]`` float tensor, N ≥ 2.
+        beta: β ≥ 0.
+        eps: the 1e-12 of the reference code.
+
+    Returns:
+        ``[N]`` tensor of advantages (≥ −1).
+
+    Raises:
+        ValueError: N < 2 (no leave-one-out mean exists).
+    """
+    n = r.shape[0]
+    if n < 2:
+        raise ValueError("leave-one-out advantages need at least 2 rollouts per group")
+    e = torch.exp(beta * (r - r.max()))
+    z = (e.sum() - e) / (n - 1)
+    return e / (z + eps) - 1.0
+
+
+def _entropic(r: torch.Tensor, beta_of: callable) -> Advantages:  # type: ignore[valid-type]
+    r = _check(r)
+    keep = _varying(r)
+    adv = torch.zeros_like(r)
+    betas = torch.zeros(r.shape[0], dtype=r.dtype)
+    for g in range(r.shape[0]):
+        if not keep[g]:
+            continue
+        beta = beta_of(r[g])
+        betas[g] = beta
+        adv[g] = loo_entropic_advantages(r[g], beta)
+    return Advantages(adv, keep, betas)
+
+
+def entropic_adaptive(rewards: torch.Tensor, budget: float = KL_BUDGET) -> Advantages:
+    """Entropic objective with adaptive β (the full TTT-Discover objective).
+
+    Per group: β = :func:`adaptive_beta` (KL budget ln 2), then :func:`loo_entropic_advantages`.
+    Invariant to ``r → a r + b`` with ``a > 0`` (β scales as 1/a). N < 2 or all-equal rewards: the
+    group is dropped (β = 0, advantages 0).
+
+    Args:
+        rewards: ``[groups, rollouts]`` float tensor.
+        budget: KL budget (nats).
+
+    Raises:
+        ValueError: not 2-D, or non-finite rewards.
+
+    Source: TTT-Discover §3.2, App. A.1.
+    """
+    return _entropic(rewards, lambda row: adaptive_beta(row, budget))
+
+
+def entropic_constant(rewards: torch.Tensor, beta: float = 2.0) -> Advantages:
+    """Entropic objective with a fixed β (TTT-Discover's constant-β ablation: β = 2), leave-one-out.
+
+    Args:
+        rewards: ``[groups, rollouts]`` float tensor.
+        beta: β ≥ 0 (in 1/reward units: not scale invariant).
+
+    Raises:
+        ValueError: not 2-D, non-finite rewards, or β < 0.
+    """
+    if beta < 0:
+        raise ValueError(f"beta must be >= 0, got {beta}")
+    return _entropic(rewards, lambda row: float(beta))
+
+
+def kl_shaping(adv_tokens: torch.Tensor, delta: torch.Tensor, mask: torch.Tensor, lam: float) -> torch.Tensor:
+    """Token-level KL shaping: ``A_t ← A_t + λ (avg − Δ_t)`` (TTT-Discover App. A, code ``rl/train.py``).
+
+    ``Δ_t = log π_sampler(a_t) − log π_ref(a_t)``; ``avg`` = mean of Δ over all action tokens of
+    the batch (``mask`` True). Here a "token" is one action unit of a numeric policy.
+
+    Args:
+        adv_tokens: ``[B, T]`` advantages broadcast to tokens.
+        delta: ``[B, T]`` log-ratio sampler/reference per token (no gradient needed).
+        mask: ``[B, T]`` bool, which tokens exist.
+        lam: λ (0.1 in the paper; 0 disables).
+
+    Returns:
+        ``[B, T]`` shaped advantages (masked tokens unchanged).
+    """
+    if lam == 0.0 or not bool(mask.any()):
+        return adv_tokens
+    avg = delta[mask].mean()
+    return torch.where(mask, adv_tokens + lam * (avg - delta), adv_tokens)
+
+
+#: objective name -> (constructor kwargs -> Objective). Extend with :func:`make_objective` users.
+OBJECTIVES = {
+    "entropic-adaptive": lambda **kw: (lambda r: entropic_adaptive(r, **kw)),
+    "entropic-constant": lambda **kw: (lambda r: entropic_constant(r, **kw)),
+    "mean-baseline": lambda **kw: mean_baseline,
+}
+
+
+def make_objective(name: str, **kwargs: float) -> Objective:
+    """The registered objective ``name`` (``entropic-adaptive``, ``entropic-constant``, ``mean-baseline``).
+
+    Raises:
+        ValueError: unknown name.
+    """
+    if name not in OBJECTIVES:
+        raise ValueError(f"unknown objective {name!r}; known: {', '.join(OBJECTIVES)}")
+    return OBJECTIVES[name](**kwargs)
