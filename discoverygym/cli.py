@@ -109,7 +109,8 @@ def _cmd_list(args: argparse.Namespace, console: Console) -> int:
         print(json.dumps(rows, indent=1))
         return 0
     table = Table(title="discoverygym environments")
-    for col in ("env id", "quantity", "better", "record", "source"):
+    table.add_column("env id", no_wrap=True, min_width=max(len(r["env_id"]) for r in rows))
+    for col in ("quantity", "better", "record", "source"):
         table.add_column(col)
     for r in rows:
         table.add_row(r["env_id"], r["quantity"], "lower" if r["direction"] == "min" else "higher",
@@ -119,6 +120,8 @@ def _cmd_list(args: argparse.Namespace, console: Console) -> int:
 
 
 def _cmd_evaluate(args: argparse.Namespace, console: Console) -> int:
+    if not 0 < args.timeout <= 86_400:  # also refuses NaN
+        raise UsageError(f"--timeout must be a number of seconds in (0, 86400], got {args.timeout}")
     path = Path(args.file) if args.file else example_path(args.env_id)
     state = evaluate(args.env_id, path, args.timeout, args.seed)
     problem = ENVS[args.env_id]

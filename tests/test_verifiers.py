@@ -214,3 +214,26 @@ def test_numpy_subclass_is_read_as_plain_data():
 
     f = np.array([1.0, 0.0, 0.0, 1.0]).view(Liar)
     assert first_autocorrelation(f).value == pytest.approx(ref_ac1([1.0, 0.0, 0.0, 1.0]), rel=1e-15)
+
+
+@pytest.mark.parametrize("func", [first_autocorrelation, second_autocorrelation, third_autocorrelation,
+                                  erdos_min_overlap])
+def test_piece_limit_bounds_verification_time(func):
+    """Verification runs in the parent without a time limit: the O(n^2) fallback needs a cap."""
+    from discoverygym.rewards.convolution import MAX_PIECES
+
+    assert func(np.full(MAX_PIECES, 0.5)).metrics["n"] == MAX_PIECES
+    with pytest.raises(InvalidSolution, match=f"{MAX_PIECES + 1} pieces, more than the limit of {MAX_PIECES}"):
+        func(np.full(MAX_PIECES + 1, 0.5))
+
+
+def test_number_subclasses_are_refused():
+    """A subclass can make the scored value differ from the stored one (QA finding)."""
+
+    class Liar(int):
+        def __float__(self):
+            return 0.25
+
+    with pytest.raises(InvalidSolution, match=r"f\[0\] = 1 is a Liar \(a subclass of a number type\)"):
+        first_autocorrelation([Liar(1), 5, 1])
+    assert first_autocorrelation([np.float32(1), np.int64(5), 1]).value == pytest.approx(ref_ac1([1, 5, 1]))

@@ -14,6 +14,9 @@ candidates, direct recomputation of every candidate: the direct float64 value). 
 c: it uses the FFT when the certified bound on the relative error of C2 is below
 ``AC2_FFT_REL_TOL`` (reported in ``metrics["rel_error_bound"]``) and ``np.convolve`` otherwise.
 
+At most 100,000 pieces are accepted (``convolution.MAX_PIECES``; the records use <= 50,000): the
+exact fallback is O(n^2) and verification has no time limit of its own.
+
 Differences from TTT-Discover's verifier (on purpose): negative heights in AC1/AC2 are rejected
 rather than silently clamped to 0, and values above 1000 are not clamped.
 """
@@ -26,7 +29,7 @@ import numpy as np
 
 from discoverygym.errors import InvalidSolution
 from discoverygym.rewards.common import Score, as_float_array, require_range, scale_by_power_of_two
-from discoverygym.rewards.convolution import convolve, max_abs_convolution
+from discoverygym.rewards.convolution import convolve, max_abs_convolution, require_max_pieces
 
 #: AC1 rejects functions with Σf below this (TTT-Discover's rule).
 AC1_MIN_SUM = 0.01
@@ -47,9 +50,11 @@ def first_autocorrelation(f: Any, method: str = "auto") -> Score:
         :class:`Score`, ``value`` = 2n · max(f * f) / (Σf)²; metrics ``n``, ``method``, ``candidates``.
 
     Raises:
-        InvalidSolution: non-finite or negative entries, wrong rank, Σf < 0.01.
+        InvalidSolution: non-finite or negative entries, wrong rank, more than 100,000 pieces,
+            Σf < 0.01.
     """
     arr = as_float_array(f, "f", ndim=1)
+    require_max_pieces(arr.size, "f")
     require_range(arr, "f", 0.0, None)
     total = float(np.sum(arr))
     if total < AC1_MIN_SUM:
@@ -74,9 +79,11 @@ def second_autocorrelation(f: Any, method: str = "auto") -> Score:
         ``rel_error_bound`` (certified bound on |value - direct value| / value; 0 for direct).
 
     Raises:
-        InvalidSolution: non-finite or negative entries, wrong rank, f identically 0.
+        InvalidSolution: non-finite or negative entries, wrong rank, more than 100,000 pieces,
+            f identically 0.
     """
     arr = as_float_array(f, "f", ndim=1)
+    require_max_pieces(arr.size, "f")
     require_range(arr, "f", 0.0, None)
     if not np.any(arr > 0):
         raise InvalidSolution("f is identically 0; C2 is undefined")
@@ -126,9 +133,10 @@ def third_autocorrelation(f: Any, method: str = "auto") -> Score:
         ``method``, ``candidates``.
 
     Raises:
-        InvalidSolution: non-finite entries, wrong rank, (Σf·dx)² < 1e-12.
+        InvalidSolution: non-finite entries, wrong rank, more than 100,000 pieces, (Σf·dx)² < 1e-12.
     """
     arr = as_float_array(f, "f", ndim=1)
+    require_max_pieces(arr.size, "f")
     n = arr.size
     dx = 0.5 / n
     with np.errstate(over="ignore"):

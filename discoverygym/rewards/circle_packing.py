@@ -18,6 +18,8 @@ from discoverygym.rewards.common import Score, as_float_array, require_range
 
 #: slack accepted by TTT-Discover / TES on containment and overlap.
 DEFAULT_TOL = 1e-12
+#: most circles accepted when ``n`` is not fixed (the pairwise check holds n^2/2 distances).
+MAX_CIRCLES = 2000
 
 
 def _slacks(xyr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -48,12 +50,15 @@ def circle_packing(circles: Any, n: int | None = None, tol: float = DEFAULT_TOL)
         means none).
 
     Raises:
-        InvalidSolution: wrong shape or count, non-finite, a negative radius, a circle sticking out
+        InvalidSolution: wrong shape or count (more than 2000 when ``n`` is None), non-finite,
+            a negative radius, a circle sticking out
             of the square, or two circles overlapping (named by index and amount).
     """
     xyr = as_float_array(circles, "circles", ndim=2, row_len=3)
     if n is not None and len(xyr) != n:
         raise InvalidSolution(f"expected {n} circles, got {len(xyr)}")
+    if len(xyr) > MAX_CIRCLES:
+        raise InvalidSolution(f"{len(xyr)} circles is more than the limit of {MAX_CIRCLES}")
     require_range(xyr[:, 2], "r", 0.0, None)
     outside, i, j, overlap = _slacks(xyr)
     bad = np.flatnonzero(outside > tol)

@@ -26,6 +26,17 @@ def _index(flat_pos: int, shape: tuple[int, ...]) -> str:
 _NUMBER_TYPES = (int, float, np.integer, np.floating)
 
 
+def _is_plain_number_type(t: type) -> bool:
+    """True for exactly ``int``/``float`` and numpy's own integer/float scalar types.
+
+    Subclasses are refused: a subclass can override ``__float__``/``__index__`` so that the value
+    the verifier scores differs from the value stored and shown (found by QA).
+    """
+    if t is int or t is float:
+        return True
+    return issubclass(t, (np.integer, np.floating)) and t.__module__ == "numpy"
+
+
 def _reject_bools_and_objects(value: Any, name: str) -> None:
     """Reject bools and non-real scalars anywhere in a (nested) list; arrays are checked by dtype.
 
@@ -40,7 +51,7 @@ def _reject_bools_and_objects(value: Any, name: str) -> None:
         return
     types = set(map(type, value))
     nested = [t for t in types if issubclass(t, (list, tuple, np.ndarray))]
-    if all(issubclass(t, _NUMBER_TYPES) and not issubclass(t, (bool, np.bool_)) for t in types):
+    if all(_is_plain_number_type(t) for t in types):
         return
     if nested and len(nested) == len(types):
         for i, row in enumerate(value):
@@ -49,9 +60,11 @@ def _reject_bools_and_objects(value: Any, name: str) -> None:
     for i, item in enumerate(value):
         if isinstance(item, (bool, np.bool_)):
             raise InvalidSolution(f"{name}[{i}] = {item!r} is a boolean; numbers are required")
-        if not isinstance(item, _NUMBER_TYPES):
+        if not _is_plain_number_type(type(item)):
+            kind = "a subclass of a number type" if isinstance(item, _NUMBER_TYPES) else "not a real number"
             raise InvalidSolution(
-                f"{name}[{i}] = {item!r:.60} is a {type(item).__name__}; real numbers are required"
+                f"{name}[{i}] = {item!r:.60} is a {type(item).__name__} ({kind}); "
+                "plain int or float values are required"
             )
 
 

@@ -26,12 +26,24 @@ import math
 
 import numpy as np
 
+from discoverygym.errors import InvalidSolution
+
 _U = 2.0**-53
 _ETA = _U + 4 * _U / (1 - 4 * _U) * (math.sqrt(2) + _U)
 #: below this many pieces direct summation is as fast as the FFT and is used instead.
 DIRECT_BELOW = 2048
 #: candidates recomputed per batch in the guard (memory: batch * n float64).
 _BATCH = 256
+#: most pieces a convolution-based verifier accepts. The published records use at most 50,000;
+#: the cap bounds the worst case of the exact fallback (direct O(n^2) summation, ~1.5 s at the cap
+#: on one core when idle), since verification runs in the parent process without a time limit.
+MAX_PIECES = 100_000
+
+
+def require_max_pieces(n: int, name: str, limit: int = MAX_PIECES) -> None:
+    """Raise :class:`~discoverygym.errors.InvalidSolution` when a step function has more than ``limit`` pieces."""
+    if n > limit:
+        raise InvalidSolution(f"{name} has {n} pieces, more than the limit of {limit}")
 
 
 def _fft_convolve(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:

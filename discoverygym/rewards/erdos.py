@@ -17,7 +17,7 @@ import numpy as np
 
 from discoverygym.errors import InvalidSolution
 from discoverygym.rewards.common import Score, as_float_array, require_range, scale_by_power_of_two
-from discoverygym.rewards.convolution import max_abs_convolution
+from discoverygym.rewards.convolution import max_abs_convolution, require_max_pieces
 
 
 def erdos_min_overlap(h: Any, max_pieces: int | None = None, method: str = "auto") -> Score:
@@ -26,18 +26,20 @@ def erdos_min_overlap(h: Any, max_pieces: int | None = None, method: str = "auto
     Args:
         h: 1-D list/array of n >= 1 finite reals, the step heights on [0, 2]. It is rescaled by
             ``(n / 2) / Σh`` before the range check (reported as ``metrics["rescale"]``).
-        max_pieces: optional cap on n (TTT-Discover used 1000 as a search filter); ``None`` = no cap.
+        max_pieces: optional cap on n (TTT-Discover used 1000 as a search filter); ``None`` = only
+            the general limit of 100,000 pieces (``convolution.MAX_PIECES``).
         method: convolution method, see :func:`discoverygym.rewards.convolution.convolve`.
 
     Returns:
         :class:`Score` with ``value`` = C5 (float64) and metrics ``n``, ``rescale``, ``method``.
 
     Raises:
-        InvalidSolution: not a finite 1-D array, Σh <= 0, n above ``max_pieces``, or a rescaled value
+        InvalidSolution: not a finite 1-D array, Σh <= 0, n above ``max_pieces`` or 100,000, or a rescaled value
             outside [0, 1] (the message names the first such index).
     """
     arr = as_float_array(h, "h", ndim=1)
     n = arr.size
+    require_max_pieces(n, "h")
     if max_pieces is not None and n > max_pieces:
         raise InvalidSolution(f"h has {n} pieces, more than the cap of {max_pieces}")
     if not np.sum(arr) > 0:
