@@ -5,7 +5,8 @@ Modules: :mod:`~discoverygym.search.archive` (states + lineage), :mod:`~discover
 (TTT-Discover App. A.2), :mod:`~discoverygym.search.rpucg` (TES), :mod:`~discoverygym.search.selectors`
 (protocol + baselines), :mod:`~discoverygym.search.reuse` (gymnasium wrappers),
 :mod:`~discoverygym.search.executors` (local process pool / Ray), :mod:`~discoverygym.search.evolution`
-(the runner), :mod:`~discoverygym.search.runlog` (run directory), :mod:`~discoverygym.search.cli`
+(the runner), :mod:`~discoverygym.search.checks` (up-front configuration checks),
+:mod:`~discoverygym.search.runlog` (run directory), :mod:`~discoverygym.search.cli`
 (``discoverygym search``).
 """
 

@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -88,6 +89,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     _add_arguments(p)
 
 
+def _positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("env_id", help="environment id (see `discoverygym list`)")
     for flags, dest, typ, default, help_text in _PARAMS:
@@ -97,7 +109,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--resume", action="store_true", help="continue the run in --run-dir with its stored config"
     )
-    p.add_argument("--workers", type=int, default=None, help="evaluation workers (default: all CPUs)")
+    p.add_argument(
+        "--workers", type=_positive_int, default=None, help="evaluation workers, >= 1 (default: all CPUs)"
+    )
     p.add_argument(
         "--executor",
         choices=("local", "ray", "inline"),
@@ -122,18 +136,27 @@ def _config_from_args(args: argparse.Namespace) -> SearchConfig:
     """The search config: stored one with --resume (given flags must agree), else flags + defaults."""
     given = {dest: getattr(args, dest) for _, dest, _, _, _ in _PARAMS if getattr(args, dest) is not None}
     if args.resume:
-        stored = RunLog(args.run_dir).read_config()
-        if stored is not None:
-            if stored.get("env_id") != args.env_id:
-                raise ValueError(
-                    f"{args.run_dir} holds a search of {stored.get('env_id')}, not {args.env_id}"
-                )
-            clash = {k: (stored.get(k), v) for k, v in given.items() if stored.get(k) != v}
-            if clash:
-                text = ", ".join(f"{k}: stored {a!r}, given {b!r}" for k, (a, b) in clash.items())
-                raise ValueError(f"--resume keeps the stored configuration; conflicting flags: {text}")
-            known = {f.name for f in fields(SearchConfig)}
-            return SearchConfig(**{k: v for k, v in stored.items() if k in known})
+        run_dir = Path(args.run_dir)
+        if not run_dir.is_dir():
+            raise ValueError(
+                f"--resume: {args.run_dir} does not exist (nothing to resume; start the run without --resume)"
+            )
+        log = RunLog(run_dir, create=False)
+        stored = log.read_config()
+        if stored is None and log.has_log():
+            raise ValueError(f"--resume: {args.run_dir} has a log but no config.json; cannot resume")
+        if stored is None:
+            raise ValueError(
+                f"--resume: {args.run_dir} holds no run (no config.json; start the run without --resume)"
+            )
+        if stored.get("env_id") != args.env_id:
+            raise ValueError(f"{args.run_dir} holds a search of {stored.get('env_id')}, not {args.env_id}")
+        clash = {k: (stored.get(k), v) for k, v in given.items() if stored.get(k) != v}
+        if clash:
+            text = ", ".join(f"{k}: stored {a!r}, given {b!r}" for k, (a, b) in clash.items())
+            raise ValueError(f"--resume keeps the stored configuration; conflicting flags: {text}")
+        known = {f.name for f in fields(SearchConfig)}
+        return SearchConfig(**{k: v for k, v in stored.items() if k in known})
     defaults = {dest: default for _, dest, _, default, _ in _PARAMS}
     defaults.update(given)
     return SearchConfig(env_id=args.env_id, **defaults)
@@ -209,9 +232,17 @@ def _summary(console: Console, config: SearchConfig, result: SearchResult) -> No
     )
 
 
+def _message(exc: BaseException) -> str:
+    """An error for the terminal (an ``OSError`` without its ``[Errno n]`` prefix)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror + (f": {exc.filename}" if exc.filename else "")
+    return str(exc)
+
+
 def run(args: argparse.Namespace) -> int:
     """Execute ``discoverygym search`` with parsed ``args``; returns the exit code."""
     console = Console()
+    display: _Display | None = None
     try:
         if args.env_id not in ENVS:
             raise ValueError(f"unknown env {args.env_id!r}; run `discoverygym list`")
@@ -227,8 +258,10 @@ def run(args: argparse.Namespace) -> int:
             progress=display,
             tensorboard=not args.no_tensorboard,
         )
-    except (ValueError, TypeError, json.JSONDecodeError) as exc:
-        print(f"discoverygym search: error: {exc}", file=sys.stderr)
+    except (ValueError, TypeError, OSError) as exc:  # json.JSONDecodeError is a ValueError
+        if display is not None:
+            display.stop()
+        print(f"discoverygym search: error: {_message(exc)}", file=sys.stderr)
         return 2
     try:
         result = search.run()

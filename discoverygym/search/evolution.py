@@ -28,6 +28,7 @@ generated batches are not generated again and evaluated candidates are not evalu
 
 from __future__ import annotations
 
+import numbers
 import queue
 import threading
 import time
@@ -42,9 +43,10 @@ import numpy as np
 from discoverygym.agents.policies import Policy, SamplingContext, make_policy
 from discoverygym.envs.registry import get_problem
 from discoverygym.search.archive import Archive, state_record
+from discoverygym.search.checks import ACTION_MODES, check_action_mode, check_kwargs, policy_factory
 from discoverygym.search.executors import EnvSpec, EvalResult, EvalTask, Evaluator, make_evaluator
 from discoverygym.search.runlog import RunLog, ScalarWriter
-from discoverygym.search.selectors import Selector, make_selector
+from discoverygym.search.selectors import Selector, make_selector, selector_class
 from discoverygym.types import State, to_jsonable
 
 __all__ = ["EvolutionarySearch", "SearchConfig", "SearchResult", "load_snapshot"]
@@ -82,16 +84,40 @@ class SearchConfig:
     selector_kwargs: dict = field(default_factory=dict)
     env_kwargs: dict = field(default_factory=dict)
 
-    def validate(self) -> None:
-        """Raise ``ValueError`` for an impossible configuration."""
+    def validate(self, check_policy: bool = True) -> None:
+        """Raise ``ValueError`` for an impossible configuration, before anything runs.
+
+        Checks the sizes, the action mode, the env id, the selector (its name and
+        ``selector_kwargs``: names and types of its hyper-parameters, then its own value checks)
+        and, with ``check_policy`` and a registered policy name, ``policy_kwargs`` (names and
+        types) and whether the policy supports ``action_mode`` (its ``action_modes``).
+        """
         for name in ("C", "L", "K", "backpressure"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.inspirations is not None and self.inspirations < 1:
-            raise ValueError(f"inspirations must be >= 1, got {self.inspirations}")
-        if self.action_mode not in ("construction", "code"):
+            value = getattr(self, name)
+            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if self.inspirations is not None and (
+            not isinstance(self.inspirations, numbers.Integral) or self.inspirations < 1
+        ):
+            raise ValueError(f"inspirations must be an integer >= 1, got {self.inspirations!r}")
+        if self.action_mode not in ACTION_MODES:
             raise ValueError(f"action_mode must be 'construction' or 'code', got {self.action_mode!r}")
+        for name in ("policy_kwargs", "selector_kwargs", "env_kwargs"):
+            if not isinstance(getattr(self, name), dict):
+                raise ValueError(  # noqa: TRY004 - every configuration error is a ValueError
+                    f"{name} must be a JSON object, got {getattr(self, name)!r}"
+                )
         get_problem(self.env_id)
+        rule = selector_class(self.selector)
+        check_kwargs(rule, self.selector_kwargs, f"selector_kwargs of {self.selector!r}")
+        try:
+            rule(**self.selector_kwargs)  # the rule's own value checks
+        except TypeError as exc:
+            raise ValueError(f"selector_kwargs of {self.selector!r}: {exc}") from None
+        if check_policy:
+            factory = policy_factory(self.policy)
+            check_kwargs(factory, self.policy_kwargs, f"policy_kwargs of {self.policy!r}")
+            check_action_mode(factory, self.action_mode, self.policy)
 
     @property
     def budget(self) -> int:
@@ -190,8 +216,11 @@ class EvolutionarySearch:
             benchmark problem not in the registry; its functions must be picklable).
 
     Raises:
-        ValueError: bad configuration; a run directory that already holds a run without
-            ``resume``; ``resume`` with a different configuration.
+        ValueError: bad configuration (see :meth:`SearchConfig.validate`; also ``workers`` < 1 and
+            a ``policy`` that does not support ``config.action_mode``); a run directory that
+            already holds a run without ``resume``; ``resume`` of a directory that does not exist
+            or holds no run, or with a different configuration.
+        OSError: the run directory cannot be created or written.
     """
 
     def __init__(
@@ -212,14 +241,30 @@ class EvolutionarySearch:
         tensorboard: bool = True,
         problem: Any = None,
     ) -> None:
-        config.validate()
+        config.validate(check_policy=policy is None)
+        if workers is not None and (not isinstance(workers, numbers.Integral) or workers < 1):
+            raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+        if evaluator is None and not ray_address and executor not in ("local", "ray", "inline"):
+            raise ValueError(f"unknown executor {executor!r}; use 'local', 'ray' or 'inline'")
         self.config = config
+        # everything that can be refused is checked before the run directory is touched
+        self.policy = policy if policy is not None else make_policy(config.policy, **config.policy_kwargs)
+        check_action_mode(self.policy, config.action_mode, config.policy)
+        probe = make_selector(config.selector, **config.selector_kwargs)
+        if resume and not Path(run_dir).is_dir():
+            raise ValueError(
+                f"cannot resume {run_dir}: no such run directory (start a new run without resume)"
+            )
         self.log = RunLog(run_dir)
+        self.log.check_writable()
         stored = self.log.read_config()
         if resume:
-            if stored is None and self.log.has_log():
-                raise ValueError(f"{run_dir} has a log but no config.json; cannot resume")
-            if stored is not None and stored != self._config_dict():
+            if stored is None:
+                what = (
+                    "has a log but no config.json" if self.log.has_log() else "holds no run (no config.json)"
+                )
+                raise ValueError(f"cannot resume {run_dir}: it {what}; start a new run without resume")
+            if stored != self._config_dict():
                 diff = {k: (stored.get(k), v) for k, v in self._config_dict().items() if stored.get(k) != v}
                 raise ValueError(f"cannot resume {run_dir}: configuration differs (stored, given): {diff}")
         elif stored is not None or self.log.has_log():
@@ -233,7 +278,6 @@ class EvolutionarySearch:
             config.action_mode,
             dict(config.env_kwargs),
         )
-        self.policy = policy if policy is not None else make_policy(config.policy, **config.policy_kwargs)
         self._executor = "ray" if ray_address else executor
         self._workers = workers
         self._ray_address = ray_address
@@ -245,7 +289,6 @@ class EvolutionarySearch:
         self._progress = progress
         self._tb_enabled = tensorboard
         self.timings = {"select": 0.0, "commit": 0.0, "log": 0.0, "dispatch": 0.0}
-        probe = make_selector(config.selector, **config.selector_kwargs)
         self.inspirations = config.inspirations or probe.default_inspirations
 
     # ------------------------------------------------------------------ helpers

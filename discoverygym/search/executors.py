@@ -1,10 +1,11 @@
 """Evaluators: where candidates are scored. One interface, three backends.
 
 * :class:`LocalEvaluator` (default): a ``concurrent.futures.ProcessPoolExecutor`` sized to the
-  machine; each worker process holds one environment. Constructions are scored by the problem's
-  verifier in the worker; programs (``action_mode="code"``) additionally run in the sandbox
-  (:mod:`discoverygym.rewards.sandbox`) started from the worker, and only the construction they
-  return is scored (a self-reported score is never read).
+  machine; each worker process holds one environment and dies with the process that owns the
+  pool (even on SIGKILL, so a killed search leaves nothing running). Constructions are scored
+  by the problem's verifier in the worker; programs (``action_mode="code"``) additionally run in
+  the sandbox (:mod:`discoverygym.rewards.sandbox`) started from the worker, and only the
+  construction they return is scored (a self-reported score is never read).
 * :class:`RayEvaluator` (extra ``[ray]``): the same task function as a Ray remote task, on a local
   ``ray.init()`` or a cluster (``address``), so a search scales out without code changes. Ray
   workers need discoverygym installed (same version) on every node.
@@ -18,6 +19,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import sys
+import threading
 import time
 from abc import ABC, abstractmethod
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -164,9 +167,98 @@ class InlineEvaluator(Evaluator):
 # ----------------------------------------------------------------------------- process pool
 _WORKER_ENV: DiscoveryEnv | None = None
 
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+#: seconds between two checks of a worker's watchdog that its owner process is still alive.
+WATCHDOG_INTERVAL_S = 0.2
 
-def _init_worker(spec: EnvSpec) -> None:
+
+class _ParentGuard:
+    """How a pool worker makes sure it does not outlive the process that owns the pool.
+
+    It is part of the worker's start arguments, so it is pickled by the thread that starts the
+    worker; ``__reduce__`` records there whether that thread is the main thread.
+    ``PR_SET_PDEATHSIG`` fires when the *thread* that created the child ends, and
+    ``ProcessPoolExecutor`` starts workers lazily from whichever thread calls ``submit`` (in the
+    runner, possibly the dispatcher thread, which ends before the pool is closed), so the
+    death signal is only armed for workers started by the main thread of their direct parent;
+    every worker also runs a watchdog thread (see :func:`_guard_parent`).
+
+    Attributes:
+        owner: pid of the process that owns the pool.
+        direct: the workers are direct children of ``owner`` (``spawn``/``fork``, not ``forkserver``).
+        pdeathsig: arm ``PR_SET_PDEATHSIG`` (set by pickling, see above).
+    """
+
+    def __init__(self, owner: int, direct: bool, pdeathsig: bool = False) -> None:
+        self.owner = owner
+        self.direct = direct
+        self.pdeathsig = pdeathsig
+
+    def __reduce__(self) -> tuple:
+        main = threading.current_thread() is threading.main_thread()
+        return (_ParentGuard, (self.owner, self.direct, self.direct and main))
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, i.e. dead but not reaped yet, counts as dead)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _set_pdeathsig() -> bool:
+    """``prctl(PR_SET_PDEATHSIG, SIGKILL)`` (Linux); True when it was set."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        zero = ctypes.c_ulong(0)
+        return libc.prctl(_PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGKILL), zero, zero, zero) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _guard_parent(guard: _ParentGuard) -> None:
+    """Make this worker die with the pool's owner, even when the owner is killed with SIGKILL.
+
+    * Linux, worker started by the owner's main thread: ``PR_SET_PDEATHSIG`` = SIGKILL (immediate);
+    * always: a daemon thread checks every :data:`WATCHDOG_INTERVAL_S` that the parent has not
+      changed (a dead parent's children are re-parented) and that the owner is alive, and exits
+      the process otherwise. Program sandboxes started by the worker die with it (they arm
+      ``PR_SET_PDEATHSIG`` themselves).
+
+    With the workers gone, multiprocessing's resource tracker (and a forkserver) read EOF on
+    their pipes and exit too.
+    """
+    if guard.pdeathsig:
+        _set_pdeathsig()
+    parent = os.getppid()
+    if (guard.direct and parent != guard.owner) or not _pid_alive(guard.owner):
+        os._exit(1)  # the owner died before this worker got here
+
+    def watch() -> None:
+        while True:
+            time.sleep(WATCHDOG_INTERVAL_S)
+            if os.getppid() != parent or (not guard.direct and not _pid_alive(guard.owner)):
+                os._exit(1)
+
+    threading.Thread(target=watch, name="dg-parent-watchdog", daemon=True).start()
+
+
+def _init_worker(spec: EnvSpec, guard: _ParentGuard | None = None) -> None:
     global _WORKER_ENV
+    if guard is not None:
+        _guard_parent(guard)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (orderly stop)
     _WORKER_ENV = spec.make()
 
@@ -183,24 +275,31 @@ def _warmup() -> int:
 class LocalEvaluator(Evaluator):
     """A process pool on this machine, one environment per worker process.
 
+    Workers never outlive this process: they are its direct children (``spawn``), and each one
+    dies with it even when it is killed with SIGKILL (see :class:`_ParentGuard`), so a killed
+    search leaves no process behind and ``--resume`` starts from a clean machine.
+
     Args:
         spec: the environment every worker builds.
-        workers: pool size (default: the CPUs available to this process).
-        start_method: multiprocessing start method (default ``"forkserver"`` where available,
-            else ``"spawn"``; ``fork`` is avoided because the runner has threads).
+        workers: pool size (default: the CPUs available to this process; must be >= 1).
+        start_method: multiprocessing start method (default ``"spawn"``: workers are direct
+            children; ``fork`` is avoided because the runner has threads; with ``forkserver``
+            the workers watch this process's pid instead of their parent).
+
+    Raises:
+        ValueError: ``workers`` < 1.
     """
 
     def __init__(self, spec: EnvSpec, workers: int | None = None, start_method: str | None = None) -> None:
-        self.workers = int(workers or available_cpus())
+        self.workers = available_cpus() if workers is None else int(workers)
         if self.workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
-        methods = multiprocessing.get_all_start_methods()
-        method = start_method or ("forkserver" if "forkserver" in methods else "spawn")
+        method = start_method or "spawn"
         self._pool = ProcessPoolExecutor(
             max_workers=self.workers,
             mp_context=multiprocessing.get_context(method),
             initializer=_init_worker,
-            initargs=(spec,),
+            initargs=(spec, _ParentGuard(os.getpid(), direct=method != "forkserver")),
         )
 
     def warm_up(self) -> None:
@@ -251,6 +350,8 @@ class RayEvaluator(Evaluator):
             raise BackendUnavailable(
                 "the Ray evaluator needs ray: pip install 'discoverygym[ray]' (or pip install ray)"
             ) from exc
+        if workers is not None and int(workers) < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
         self._ray = ray
         self._owns = False
         if not ray.is_initialized():

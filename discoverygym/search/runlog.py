@@ -36,8 +36,11 @@ class RunLog:
     """Reads and writes one run directory (thread-safe appends).
 
     Args:
-        run_dir: the directory (created if missing).
+        run_dir: the directory (created if missing, unless ``create`` is False: read-only use).
         fsync_interval_s: the longest time between two ``fsync`` of the log (seconds).
+
+    Raises:
+        OSError: the directory cannot be created (the message names it).
     """
 
     CONFIG = "config.json"
@@ -45,15 +48,38 @@ class RunLog:
     BEST = "best.json"
     SNAPSHOT = "archive.json"
 
-    def __init__(self, run_dir: str | os.PathLike, fsync_interval_s: float = 1.0) -> None:
+    def __init__(
+        self, run_dir: str | os.PathLike, fsync_interval_s: float = 1.0, create: bool = True
+    ) -> None:
         self.dir = Path(run_dir)
-        self.dir.mkdir(parents=True, exist_ok=True)
+        if create:
+            try:
+                self.dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                why = "it exists and is not a directory" if isinstance(exc, FileExistsError) else exc.strerror
+                raise OSError(exc.errno, f"cannot create the run directory {self.dir}: {why}") from None
         self.fsync_interval_s = fsync_interval_s
         self._lock = threading.Lock()
         self._fh: Any = None
         self._last_sync = time.monotonic()
 
     # ------------------------------------------------------------------ exclusive use
+    def check_writable(self) -> None:
+        """Make sure files can be created in the run directory (before a run starts).
+
+        Raises:
+            OSError: the directory is missing or cannot be written (the message names it).
+        """
+        probe = self.dir / f".write-test-{os.getpid()}"
+        try:
+            with open(probe, "w"):
+                pass
+            probe.unlink()
+        except OSError as exc:
+            raise OSError(
+                exc.errno, f"cannot write to the run directory {self.dir}: {exc.strerror}"
+            ) from None
+
     def lock(self) -> None:
         """Take an exclusive lock on the run directory (released on :meth:`unlock` or process exit).
 

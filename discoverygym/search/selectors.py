@@ -36,6 +36,7 @@ __all__ = [
     "Selector",
     "best_child",
     "make_selector",
+    "selector_class",
 ]
 
 
@@ -231,6 +232,26 @@ SELECTORS: dict[str, str] = {
 }
 
 
+def selector_class(name: str) -> type:
+    """The class of the selection rule ``name`` (see :data:`SELECTORS`).
+
+    Raises:
+        ValueError: unknown name (the message lists the known ones).
+    """
+    if name == "puct":
+        from discoverygym.search.puct import PUCT
+
+        return PUCT
+    if name == "rpucg":
+        from discoverygym.search.rpucg import RPUCG
+
+        return RPUCG
+    simple = {"greedy": Greedy, "epsilon": EpsilonGreedy, "elite": Elite, "none": Initial}
+    if name not in simple:
+        raise ValueError(f"unknown selector {name!r}; known: {', '.join(SELECTORS)}")
+    return simple[name]
+
+
 def make_selector(name: str, **kwargs: Any) -> Selector:
     """Build a selection rule by name (see :data:`SELECTORS`).
 
@@ -242,15 +263,4 @@ def make_selector(name: str, **kwargs: Any) -> Selector:
         ValueError: unknown name (the message lists the known ones).
         TypeError: unknown hyper-parameter.
     """
-    if name == "puct":
-        from discoverygym.search.puct import PUCT
-
-        return PUCT(**kwargs)
-    if name == "rpucg":
-        from discoverygym.search.rpucg import RPUCG
-
-        return RPUCG(**kwargs)
-    simple = {"greedy": Greedy, "epsilon": EpsilonGreedy, "elite": Elite, "none": Initial}
-    if name not in simple:
-        raise ValueError(f"unknown selector {name!r}; known: {', '.join(SELECTORS)}")
-    return simple[name](**kwargs)
+    return selector_class(name)(**kwargs)

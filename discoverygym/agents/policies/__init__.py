@@ -11,7 +11,9 @@ trained model all plug into the evolutionary-search runner (:mod:`discoverygym.s
 ``sample`` returns, for each context, ``n`` actions: a construction (array/list) in
 ``action_mode="construction"``, program text in ``action_mode="code"``, or any object with an
 ``action`` attribute holding one (e.g. a sample that also carries token ids and log-probs).
-All randomness must come from ``rng`` so that seeded searches repeat exactly.
+All randomness must come from ``rng`` so that seeded searches repeat exactly. A policy may
+declare ``action_modes`` (e.g. ``("construction",)``); the search runner then refuses to run it
+with an env in another action mode.
 
 Registered names (``--policy``): see :data:`POLICIES`; add one with :func:`register_policy`.
 

@@ -77,6 +77,9 @@ class GaussianPolicy(nn.Module):
 
     name = "gaussian"
 
+    #: this policy proposes constructions (checked by the search runner before a run starts)
+    action_modes = ("construction",)
+
     def __init__(
         self,
         shape: Sequence[int],

@@ -53,6 +53,9 @@ class GaussianMutation:
 
     name = "mutation"
 
+    #: this policy proposes constructions (checked by the search runner before a run starts)
+    action_modes = ("construction",)
+
     def __init__(self, sigma: float = 0.02, fraction: float = 0.1) -> None:
         if not sigma > 0 or not 0 < fraction <= 1:
             raise ValueError(f"need sigma > 0 and 0 < fraction <= 1, got sigma={sigma}, fraction={fraction}")
