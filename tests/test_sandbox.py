@@ -13,9 +13,11 @@ import math
 import os
 import platform
 import random
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -32,6 +34,11 @@ from discoverygym.rewards.sandbox import SandboxLimits, SandboxResult, bwrap_ava
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE_DIR = Path(sandbox.__file__).resolve().parent
+
+#: Landlock confines the fallback backend's writes here (the kernel offers it and it is not
+#: switched off, as DISCOVERYGYM_SANDBOX_NO_LANDLOCK=1 does to simulate a machine without it).
+LANDLOCK = (runner.landlock_abi(runner._libc()) >= 1
+            and os.environ.get(sandbox.NO_LANDLOCK_ENV, "") in ("", "0"))
 
 BACKENDS = [
     pytest.param(True, id="bwrap",
@@ -382,7 +389,8 @@ def test_writing_outside_private_directory_is_blocked(run, use_bwrap, tmp_path):
                 try:
                     attempt()
                     outcome[name] = "succeeded"
-                except OSError as exc:  # the audit hook's PermissionError, or the kernel's refusal
+                except (OSError, ImportError) as exc:  # the hook's PermissionError (ImportError for
+                    # sqlite3 where nothing else confines writes), or the kernel's refusal
                     outcome[name] = str(exc) if str(exc).startswith("sandbox: ") else repr(exc)
             return outcome
     """
@@ -682,19 +690,23 @@ def test_kernel_layers_are_active(run):
         assert value["Seccomp"] == "2"  # filter mode
 
 
-def test_pipes_work_and_sqlite_in_private_directory(run):
+def test_pipes_work_and_sqlite_in_private_directory(run, use_bwrap):
     source = """
-        import os, sqlite3
+        import os
         def construct():
             r, w = os.pipe()
             with os.fdopen(w, "w") as fh:
                 fh.write("through a pipe")
+            import sqlite3
             db = sqlite3.connect("local.db")
             db.execute("create table t (x)")
             db.execute("insert into t values (1.5)")
             return [os.read(r, 100).decode(), db.execute("select x from t").fetchone()[0]]
     """
-    assert run(source).value == ["through a pipe", 1.5]
+    if use_bwrap or LANDLOCK:
+        assert run(source).value == ["through a pipe", 1.5]
+    else:  # sqlite's ATTACH could write anywhere: refused where no kernel layer confines writes
+        assert_failed(run(source), "ImportError: sandbox: module _sqlite3 is disabled")
 
 
 def test_too_little_memory_for_python_is_reported_as_a_sandbox_failure(run):
@@ -731,6 +743,286 @@ def test_audit_hook_functions_have_no_closures():
     own = hook.__defaults__[-1]
     assert hook in own and len(own) == 9
     assert all(fn.__closure__ is None for fn in own)
+
+
+def test_audit_hook_defaults_are_immutable():
+    """The hook's frames (and so its defaults) are reachable from tracebacks: a dict there could be
+    emptied by the program (``_PATH_EVENTS`` was one: clearing it allowed os.remove anywhere)."""
+    immutable = (str, int, bool, frozenset, tuple, type(None))
+    for confined in (False, True):
+        hook = runner._make_audit_hook("/nonexistent/root", False, False, False, confined)
+        for fn in hook.__defaults__[-1]:
+            for value in fn.__defaults__ or ():
+                assert isinstance(value, immutable) or callable(value), (fn.__name__, value)
+                if isinstance(value, (tuple, frozenset)):
+                    hash(value)  # TypeError if anything inside is mutable
+        defaults = dict(zip(hook.__code__.co_varnames[2:], hook.__defaults__))
+        assert {"readline", "_testcapi", "_posixsubprocess"} <= defaults["_blocked_modules"]
+        assert ("_sqlite3" in defaults["_blocked_modules"]) is not confined
+
+
+def test_audit_hook_state_cannot_be_emptied_through_traceback_frames(monkeypatch, tmp_path):
+    """In the weakest configuration (no bwrap, no Landlock) the hook is the only guard."""
+    monkeypatch.setenv(sandbox.NO_LANDLOCK_ENV, "1")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("original")
+    source = """
+        import os
+        def construct(victim):
+            emptied = 0
+            try:
+                os.remove(victim)
+            except PermissionError as exc:
+                tb = exc.__traceback__
+            while tb is not None:
+                for value in list(tb.tb_frame.f_locals.values()):
+                    if type(value) in (dict, list, set):
+                        value.clear()
+                        emptied += 1
+                tb = tb.tb_next
+            os.remove(victim)
+            return [emptied]
+    """
+    result = run_program(textwrap.dedent(source), kwargs={"victim": str(victim)},
+                         limits=SandboxLimits(use_bwrap=False))
+    assert_failed(result, "PermissionError: sandbox: os.remove outside the sandbox directory")
+    assert victim.read_text() == "original"
+
+
+def test_program_may_add_an_audit_hook_but_not_loosen_the_sandbox(run, tmp_path):
+    target = tmp_path / "x.txt"
+    source = """
+        import sys
+        def construct(target):
+            seen = []
+            sys.addaudithook(lambda event, args: seen.append(event))
+            try:
+                open(target, "w")
+            except PermissionError as exc:
+                sys._getframe()
+                return [str(exc), "sys._getframe" in seen, "open" in seen]
+    """
+    result = run(source, {"target": str(target)})
+    assert result.ok, result.error
+    assert result.value[0].startswith("sandbox: writing outside the sandbox directory")
+    assert result.value[1:] == [True, False]  # the program's hook runs after the sandbox's
+    assert not target.exists()
+
+
+# --------------------------------------------------------------------------- paths under /tmp
+
+
+def test_bwrap_binds_paths_under_tmp_back_and_keeps_the_temp_directory_hidden(monkeypatch):
+    visible = ["/tmp/a", "/tmp/a/b", "/tmp/a/tmp", "/tmp/a/tmp/c", "/tmp/z", "/tmp/z/y"]
+    monkeypatch.setattr(sandbox, "_visible_paths_under_tmp", lambda: visible)
+    args = sandbox._bwrap_prefix("bwrap", "/tmp/a/tmp/discoverygym-sandbox-x", network=False)
+    mounts = args[args.index("--tmpfs"):args.index("--chdir")]
+    assert mounts == ["--tmpfs", "/tmp", "--ro-bind", "/tmp/a", "/tmp/a", "--tmpfs", "/tmp/a/tmp",
+                      "--ro-bind", "/tmp/a/tmp/c", "/tmp/a/tmp/c", "--ro-bind", "/tmp/z", "/tmp/z",
+                      "--bind", "/tmp/a/tmp/discoverygym-sandbox-x", "/tmp/a/tmp/discoverygym-sandbox-x"]
+    args = sandbox._bwrap_prefix("bwrap", "/tmp/discoverygym-sandbox-x", network=False)
+    assert "/tmp/a/tmp" not in args[args.index("--tmpfs") + 2:]  # /tmp itself is the temp root
+
+
+PROJECT_UNDER_TMP = """
+import json, sys
+import discoverygym
+from discoverygym.rewards import sandbox
+PROGRAM = '''
+import os
+import discoverygym
+def construct(data_file, hidden_file):
+    def read(path):
+        try:
+            return open(path).read()
+        except OSError as exc:
+            return type(exc).__name__
+    return {"package": discoverygym.__file__, "data": read(data_file), "hidden": read(hidden_file),
+            "temp_dir": sorted(os.listdir(os.path.dirname(os.getcwd())))}
+'''
+out = {"parent_package": discoverygym.__file__}
+for use_bwrap in ([True] if sandbox.bwrap_available() else []) + [False]:
+    result = sandbox.run_program(PROGRAM, kwargs=json.loads(sys.argv[1]),
+                                 limits=sandbox.SandboxLimits(use_bwrap=use_bwrap, timeout_s=20))
+    out[result.backend] = result.value if result.ok else result.error
+print(json.dumps(out))
+"""
+
+
+def test_project_cloned_under_tmp_works_on_both_backends():
+    """A project (and its venv) below /tmp, imported through a .pth file as an editable install is.
+
+    Under bwrap the private /tmp used to hide the package, sys.path entries and the working
+    directory; they are bound back read-only, while the temp directory holding the runs' private
+    directories (here inside the working directory) stays hidden.
+    """
+    numpy_site = Path(np.__file__).resolve().parents[1]
+    if (numpy_site / "discoverygym").exists():
+        pytest.skip("discoverygym is installed next to numpy (not editable): the copy would be shadowed")
+    base = Path(tempfile.mkdtemp(prefix="discoverygym-clone-", dir="/tmp"))
+    try:
+        shutil.copytree(PACKAGE_DIR.parent, base / "proj" / "discoverygym",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(base / "venv")], check=True,
+                       capture_output=True, timeout=60)
+        version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+        site_dir = base / "venv" / "lib" / version / "site-packages"
+        deps = [p for p in dict.fromkeys(sys.path) if p and os.path.isdir(p) and not p.startswith(str(base))]
+        (site_dir / "clone.pth").write_text("\n".join([str(base / "proj"), *deps]) + "\n")
+        workdir, temp_dir = base / "cwd", base / "cwd" / "tmp"
+        temp_dir.mkdir(parents=True)
+        (workdir / "data.txt").write_text("data in the working directory")
+        (temp_dir / "other-run.txt").write_text("another run's file")
+        (base / "hidden.txt").write_text("not on any path")
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+        env["TMPDIR"] = str(temp_dir)
+        kwargs = {"data_file": str(workdir / "data.txt"), "hidden_file": str(base / "hidden.txt")}
+        done = subprocess.run([str(base / "venv" / "bin" / "python"), "-c", PROJECT_UNDER_TMP,
+                               json.dumps(kwargs)], cwd=workdir, env=env, capture_output=True,
+                              text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        out = json.loads(done.stdout)
+        assert out["parent_package"].startswith(str(base / "proj")), out
+        for backend in ("bwrap", "fallback") if bwrap_available() else ("fallback",):
+            value = out[backend]
+            assert isinstance(value, dict), f"{backend}: {value}"
+            assert value["package"] == out["parent_package"]
+            assert value["data"] == "data in the working directory"
+        assert out["fallback"]["hidden"] == "not on any path"
+        assert "other-run.txt" in out["fallback"]["temp_dir"]
+        if bwrap_available():
+            assert out["bwrap"]["hidden"] == "FileNotFoundError"
+            assert len(out["bwrap"]["temp_dir"]) == 1  # only its own private directory
+            assert out["bwrap"]["temp_dir"][0].startswith("discoverygym-sandbox-")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- C code writing files
+
+
+UNAUDITED_WRITES = """
+import importlib.util, os, sys
+LOADED_BEFORE = set(sys.modules)
+import discoverygym  # gymnasium imports multiprocessing.synchronize, so _multiprocessing
+
+def attempt(fn):
+    try:
+        fn()
+        return "succeeded"
+    except BaseException as exc:  # noqa: BLE001
+        return f"{type(exc).__name__}: {exc}"
+
+def spoofed(name, alias):  # the extension module loaded from its file under another name
+    found = importlib.util.find_spec(name)
+    if found is None:
+        raise ImportError(f"sandbox: module {name} is disabled (absent from this Python anyway)")
+    spec = importlib.util.spec_from_file_location(alias, found.origin)
+    return importlib.util.module_from_spec(spec)
+
+def history(module, path):
+    module.add_history("x = 1")
+    module.write_history_file(path)
+
+def append_history(path):
+    import readline
+    readline.add_history("appended")
+    readline.append_history_file(1, path)
+
+def sql(database, statement):
+    import sqlite3
+    sqlite3.connect(database).execute(statement)
+
+def tcl(path):
+    import _tkinter
+    _tkinter.create(None, "x", "Tk", 0, 0, 0, 0, None).eval(f"set f [open {path} w]; puts $f x; close $f")
+
+def sub_interpreter(path):
+    import _testcapi
+    _testcapi.run_in_subinterp(f"open({path!r}, 'w').write('x')")
+
+def construct(out, victim, shm, blocked, seccomp):
+    preloaded = sorted(name for name in blocked if name in LOADED_BEFORE)
+    attempts = {
+        "readline_write": lambda: history(__import__("readline"), os.path.join(out, "h1")),
+        "readline_append": lambda: append_history(victim),
+        "readline_spoofed": lambda: history(spoofed("readline", "x.readline"), os.path.join(out, "h2")),
+        "sqlite_attach": lambda: sql(":memory:", f"ATTACH DATABASE '{out}/a.db' AS a"),
+        "sqlite_vacuum_into": lambda: sql("local.db", f"VACUUM INTO '{out}/v.db'"),
+        "shm_open": lambda: __import__("_posixshmem").shm_open(shm, os.O_CREAT | os.O_RDWR, 0o600),
+        "sem_unlink": lambda: __import__("_multiprocessing").sem_unlink("/discoverygym-none"),
+        "sem_unlink_fresh_copy": lambda: spoofed("_multiprocessing", "x._multiprocessing").sem_unlink(
+            "/discoverygym-none"),
+        "dbm": lambda: __import__("dbm.ndbm").ndbm.open(os.path.join(out, "db"), "c"),
+        "gdbm": lambda: __import__("dbm.gnu").gnu.open(os.path.join(out, "gdb"), "c"),
+        "tcl": lambda: tcl(os.path.join(out, "tcl.txt")),
+        "curses": lambda: __import__("_curses"),
+        "sub_interpreter": lambda: sub_interpreter(os.path.join(out, "sub.txt")),
+        "sub_interpreters": lambda: __import__("_xxsubinterpreters").create(),
+        "syslog": lambda: __import__("syslog").syslog("discoverygym sandbox test"),
+    }
+    if seccomp:  # no audit event: only the seccomp filter (x86_64, aarch64) stops these
+        attempts["mkfifo"] = lambda: os.mkfifo(os.path.join(out, "fifo"))
+        attempts["mknod"] = lambda: os.mknod(os.path.join(out, "node"))
+    return {"preloaded": preloaded, **{name: attempt(fn) for name, fn in attempts.items()}}
+"""
+
+
+@pytest.mark.parametrize("backend, landlock", [
+    pytest.param(False, False, id="fallback-without-landlock"),
+    pytest.param(False, True, id="fallback"),
+    pytest.param(True, False, id="bwrap-without-landlock",
+                 marks=pytest.mark.skipif(not bwrap_available(), reason="bubblewrap unavailable")),
+])
+def test_c_code_writing_files_without_audit_events_changes_nothing(monkeypatch, tmp_path, backend,
+                                                                   landlock):
+    """readline, sqlite's ATTACH, shared memory, Tcl, sub-interpreters... write outside unaudited.
+
+    Without bubblewrap and Landlock (simulated with DISCOVERYGYM_SANDBOX_NO_LANDLOCK) the audit
+    hook is all there is, so it must refuse each of them itself; elsewhere the kernel layers may
+    answer first. Either way nothing outside the private directory changes.
+    """
+    if not landlock:
+        monkeypatch.setenv(sandbox.NO_LANDLOCK_ENV, "1")
+    weakest = not backend and not (landlock and LANDLOCK)
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("original\n")
+    shm = f"/discoverygym-test-{uuid.uuid4().hex}"
+    blocked = sorted(runner._UNAUDITED_MODULES | runner._UNCONFINED_MODULES)
+    before = snapshot(tmp_path)
+    try:
+        kwargs = {"out": str(out), "victim": str(victim), "shm": shm, "blocked": blocked,
+                  "seccomp": platform.machine() in runner._ARCHES}
+        result = run_program(UNAUDITED_WRITES, kwargs=kwargs,
+                             limits=SandboxLimits(use_bwrap=backend, timeout_s=20))
+        assert result.ok, result.error
+        outcome = result.value
+        # a module loaded before the hook could be had again without an audit event (only
+        # _multiprocessing is, disarmed, where nothing else confines file changes)
+        assert outcome.pop("preloaded") == (["_multiprocessing"] if weakest else [])
+        assert snapshot(tmp_path) == before, outcome
+        assert not os.path.exists("/dev/shm" + shm), outcome
+    finally:
+        if os.path.exists("/dev/shm" + shm):
+            os.unlink("/dev/shm" + shm)
+    private_shm = backend  # bubblewrap's /dev, /dev/shm included, is private to the run
+    assert "succeeded" not in {k: v for k, v in outcome.items()
+                               if not (k == "shm_open" and private_shm)}.values(), outcome
+    for name in ("readline_write", "readline_append", "readline_spoofed"):
+        assert outcome[name].startswith("ImportError: sandbox: module readline is disabled"), outcome
+    assert outcome["sub_interpreter"].startswith("ImportError: sandbox: module _testcapi is disabled")
+    assert outcome["syslog"] == "PermissionError: sandbox: network access is disabled (syslog.syslog)"
+    if weakest:  # no bwrap, no Landlock: the sandbox's own checks refuse everything
+        for name, text in outcome.items():
+            refused = text.startswith(("ImportError: sandbox: module ", "PermissionError: sandbox: "))
+            seccomp = name in ("mkfifo", "mknod") and text.startswith("PermissionError: [Errno 1]")
+            assert refused or seccomp, (name, text)
+        assert "neither bubblewrap nor Landlock" in outcome["sqlite_attach"]
+        assert outcome["sem_unlink"].startswith("PermissionError: sandbox: sem_unlink is disabled")
+    else:
+        assert "ImportError: sandbox" not in outcome["sqlite_attach"]  # sqlite stays usable
 
 
 # --------------------------------------------------------------------------- the seccomp layer

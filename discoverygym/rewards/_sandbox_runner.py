@@ -454,19 +454,22 @@ def drop_capabilities(libc) -> None:
 _O_WRITE = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _O_DIR = os.O_DIRECTORY | getattr(os, "O_PATH", 0)
 
-# event -> ((index of a path argument, index of its dir_fd argument or None), ...)
-_PATH_EVENTS = {
-    "os.remove": ((0, 1),), "os.rmdir": ((0, 1),), "os.mkdir": ((0, 2),),
-    "os.rename": ((0, 2), (1, 3)), "os.chmod": ((0, 2),), "os.chown": ((0, 3),),
-    "os.utime": ((0, 3),), "os.truncate": ((0, None),), "os.chflags": ((0, None),),
-    "os.setxattr": ((0, None),), "os.removexattr": ((0, None),),
-    "shutil.copyfile": ((1, None),), "shutil.copymode": ((1, None),),
-    "shutil.copystat": ((1, None),), "shutil.copytree": ((1, None),),
-    "shutil.move": ((0, None), (1, None)), "shutil.rmtree": ((0, 1),),
-    "shutil.chown": ((0, None),), "shutil.make_archive": ((0, None),),
-    "shutil.unpack_archive": ((1, None),), "tempfile.mkstemp": ((0, None),),
-    "tempfile.mkdtemp": ((0, None),),
-}
+# (event, ((index of a path argument, index of its dir_fd argument or None), ...)), ...
+# Tuples, not a dict: the hook's defaults are reachable through traceback frames, so each must be
+# immutable (a dict could be emptied by the program).
+_PATH_EVENTS = (
+    ("os.remove", ((0, 1),)), ("os.rmdir", ((0, 1),)), ("os.mkdir", ((0, 2),)),
+    ("os.rename", ((0, 2), (1, 3))), ("os.chmod", ((0, 2),)), ("os.chown", ((0, 3),)),
+    ("os.utime", ((0, 3),)), ("os.truncate", ((0, None),)), ("os.chflags", ((0, None),)),
+    ("os.setxattr", ((0, None),)), ("os.removexattr", ((0, None),)),
+    ("shutil.copyfile", ((1, None),)), ("shutil.copymode", ((1, None),)),
+    ("shutil.copystat", ((1, None),)), ("shutil.copytree", ((1, None),)),
+    ("shutil.move", ((0, None), (1, None))), ("shutil.rmtree", ((0, 1),)),
+    ("shutil.chown", ((0, None),)), ("shutil.make_archive", ((0, None),)),
+    ("shutil.unpack_archive", ((1, None),)), ("tempfile.mkstemp", ((0, None),)),
+    ("tempfile.mkdtemp", ((0, None),)),
+)
+_PATH_EVENT_NAMES = frozenset(name for name, _ in _PATH_EVENTS)
 _PROCESS_EVENTS = frozenset({
     "os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
     "subprocess.Popen", "os.killpg", "pty.spawn", "os.startfile",
@@ -474,15 +477,36 @@ _PROCESS_EVENTS = frozenset({
 _NETWORK_EVENTS = frozenset({
     "urllib.Request", "http.client.connect", "ftplib.connect", "smtplib.connect",
     "poplib.connect", "imaplib.open", "nntplib.connect", "telnetlib.Telnet.open",
-    "webbrowser.open",
+    "webbrowser.open", "syslog.openlog", "syslog.syslog",
 })
 _INTROSPECTION_EVENTS = frozenset({
     "sys.settrace", "sys.setprofile", "gc.get_objects", "gc.get_referrers",
     "gc.get_referents", "resource.setrlimit", "resource.prlimit",
-    "sqlite3.enable_load_extension", "sqlite3.load_extension",
+    "sqlite3.enable_load_extension", "sqlite3.load_extension", "cpython.PyInterpreterState_New",
 })
-# C extensions that create files without raising an audit event.
-_UNAUDITED_WRITERS = frozenset({"_dbm", "_gdbm"})
+# C extension modules refused in every configuration (ImportError): their C code writes files
+# without raising audit events, or starts interpreters that the audit hook does not reach
+# (sub-interpreters have no Python audit hooks; ``_testcapi.run_in_subinterp`` does not even raise
+# ``cpython.PyInterpreterState_New`` where the hook sees it). None has a use in a program here.
+_UNAUDITED_MODULES = frozenset({
+    "_dbm", "_gdbm",  # dbm.ndbm / dbm.gnu open database files in C
+    "readline",  # write_history_file, append_history_file
+    "_curses", "_curses_panel",  # putwin's temporary file, terminal control
+    "_tkinter",  # a Tcl interpreter: its `open` and `file` commands write any file
+    "ossaudiodev",  # opens device paths in C
+    "_testcapi", "_testinternalcapi", "_testmultiphase", "_testsinglephase", "_testbuffer",
+    "_testclinic", "_testimportmultiple", "_ctypes_test",  # C-API test helpers
+    "_xxsubinterpreters", "_xxinterpchannels", "_interpreters", "_interpchannels",
+    "_interpqueues",  # sub-interpreters
+})
+# Refused only where no kernel layer confines file-system changes (no bubblewrap, no Landlock):
+# their C code creates or deletes files outside the private directory without audit events, but
+# they have uses, and bubblewrap's read-only root or Landlock stops those writes.
+_UNCONFINED_MODULES = frozenset({
+    "_sqlite3",  # ATTACH DATABASE and VACUUM INTO write to any path
+    "_posixshmem",  # shm_open / shm_unlink in the host's /dev/shm
+    "_multiprocessing",  # sem_unlink in the host's /dev/shm; see _disarm_sem_unlink
+})
 # /proc entries that reveal or expose memory (a ctypes exploit would need addresses from them).
 _PROC_MEMORY_ENTRIES = frozenset({
     "mem", "maps", "smaps", "smaps_rollup", "numa_maps", "map_files", "pagemap", "auxv",
@@ -494,7 +518,8 @@ _HARMLESS_CTYPES = frozenset({
 })
 
 
-def _make_audit_hook(root: str, network: bool, subprocess_ok: bool, seccomp_active: bool):
+def _make_audit_hook(root: str, network: bool, subprocess_ok: bool, seccomp_active: bool,
+                     files_confined: bool = False):
     """Build the audit hook that confines the program (installed with ``sys.addaudithook``).
 
     The hook raises ``PermissionError("sandbox: ...")`` on: network use (unless ``network``);
@@ -504,15 +529,27 @@ def _make_audit_hook(root: str, network: bool, subprocess_ok: bool, seccomp_acti
     resolved textually against the working directory or the ``dir_fd``; links cannot be created,
     so none leads out of ``root``); ``chdir`` out of ``root``; directory handles outside ``root``
     and ``..`` in relative ``os.open`` paths (the hook cannot see ``os.open``'s ``dir_fd``);
-    other processes' ``/proc`` entries and its own memory maps; tracing, ``gc`` object walks, new
-    audit hooks, resource-limit changes, and changing the hook's own functions. Reading files is
-    allowed. ctypes pointers and function pointers reach raw memory without audit events, so a
-    determined program can defeat this hook; the kernel layers (bubblewrap, :func:`harden`) are
-    what stops a program that gets that far.
+    other processes' ``/proc`` entries and its own memory maps; tracing, ``gc`` object walks,
+    sub-interpreters, syslog (unless ``network``), resource-limit changes, and changing the hook's
+    own functions. Importing a C extension module whose C code writes files or starts
+    interpreters without audit events raises ``ImportError("sandbox: module ... is disabled")``:
+    always ``readline``, the dbm, curses and Tcl/Tk modules, ``ossaudiodev``, the C-API test and
+    sub-interpreter modules (:data:`_UNAUDITED_MODULES`); unless ``files_confined``, also
+    ``sqlite3``, ``_posixshmem`` and a fresh copy of ``_multiprocessing``
+    (:data:`_UNCONFINED_MODULES`; the worker loads that one first, disarmed, because gymnasium
+    imports it). The check sees every load of an extension module that runs its C initialisation,
+    whatever name or loader is used; none of these modules is loaded before the hook, except
+    ``_multiprocessing`` as said. ``os.mkfifo`` and ``os.mknod`` raise no audit event
+    either; the seccomp filter refuses them. Reading files is allowed, and so is
+    ``sys.addaudithook``: a program's own hook runs after this one and can only refuse more.
+    ctypes pointers and function pointers reach raw memory without audit events, so a determined
+    program can defeat this hook; the kernel layers (bubblewrap, :func:`harden`) are what stops a
+    program that gets that far.
 
     The hook and its helpers reach everything they use through default arguments bound here to
-    immutable built-ins (no globals, no closures), so a program that patches modules, builtins or
-    this runner's globals cannot change what the hook checks.
+    immutable built-ins (no globals, no closures; tuples and frozensets, never dicts, lists or
+    sets, since the hook's frames and their locals are reachable from a traceback), so a program
+    that patches modules, builtins or this runner's globals cannot change what the hook checks.
 
     Args:
         root: real path of the private directory (the working directory).
@@ -520,6 +557,9 @@ def _make_audit_hook(root: str, network: bool, subprocess_ok: bool, seccomp_acti
         subprocess_ok: allow process creation and signals to other processes.
         seccomp_active: the seccomp filter blocks ``_posixsubprocess.fork_exec`` (which raises no
             audit event); without it, importing ``_posixsubprocess`` is refused.
+        files_confined: a kernel layer (bubblewrap's read-only root or Landlock) already stops
+            file-system changes outside ``root``; without it the modules in
+            :data:`_UNCONFINED_MODULES` are refused too.
 
     Returns:
         the hook function ``hook(event, args)``.
@@ -528,6 +568,9 @@ def _make_audit_hook(root: str, network: bool, subprocess_ok: bool, seccomp_acti
     from stat import S_ISDIR
 
     self_pid = os.getpid()
+    blocked_modules = _UNAUDITED_MODULES | (frozenset() if files_confined else _UNCONFINED_MODULES)
+    if not seccomp_active and not subprocess_ok:
+        blocked_modules |= {"_posixsubprocess"}
 
     def deny(what, _error=PermissionError):
         raise _error("sandbox: " + what)
@@ -606,17 +649,21 @@ def _make_audit_hook(root: str, network: bool, subprocess_ok: bool, seccomp_acti
                 _deny("opening a directory handle outside the sandbox directory is not allowed")
 
     def hook(event, args, _str=str, _bytes=bytes, _type=type, _len=len, _self=self_pid,
-             _path_events=_PATH_EVENTS, _process_events=_PROCESS_EVENTS, _network_events=_NETWORK_EVENTS,
+             _path_events=_PATH_EVENTS, _path_event_names=_PATH_EVENT_NAMES,
+             _process_events=_PROCESS_EVENTS, _network_events=_NETWORK_EVENTS,
              _introspection=_INTROSPECTION_EVENTS, _harmless_ctypes=_HARMLESS_CTYPES,
-             _network=network, _subprocess_ok=subprocess_ok, _seccomp=seccomp_active,
-             _unaudited=_UNAUDITED_WRITERS, _check_open=check_open, _check_write=check_write,
-             _deny=deny, _mine=()):
+             _network=network, _subprocess_ok=subprocess_ok,
+             _blocked_modules=blocked_modules, _always_blocked=_UNAUDITED_MODULES,
+             _check_open=check_open, _check_write=check_write, _deny=deny,
+             _import_error=ImportError, _mine=()):
         if event == "open":
             _check_open(args)
-        elif event in _path_events:
-            for path_i, fd_i in _path_events[event]:
-                dir_fd = args[fd_i] if fd_i is not None and fd_i < _len(args) else None
-                _check_write(event, args[path_i], dir_fd)
+        elif event in _path_event_names:
+            for name, paths in _path_events:
+                if name == event:
+                    for path_i, fd_i in paths:
+                        dir_fd = args[fd_i] if fd_i is not None and fd_i < _len(args) else None
+                        _check_write(event, args[path_i], dir_fd)
         elif event == "os.chdir":
             _check_write("changing directory", args[0], None, False)
         elif event == "sqlite3.connect":
@@ -625,8 +672,18 @@ def _make_audit_hook(root: str, network: bool, subprocess_ok: bool, seccomp_acti
                     _type(name) is _bytes and _bytes.startswith(name, b"file:")):
                 _deny("sqlite3 URI file names are disabled")
             _check_write(event, args[0], None, False)
-        elif event == "import" and args[0] in _unaudited:
-            _deny(f"module {args[0]} is disabled (it writes files without audit events)")
+        elif event == "import":
+            # Raised by import statements and, with the spec's name, whenever an extension module
+            # is loaded (also through importlib or a loader called directly). The C code names
+            # the init function after the last component, so that is what is checked.
+            name = _str.__str__(args[0]).rpartition(".")[2]
+            if name == "_posixsubprocess" and name in _blocked_modules:
+                _deny("process creation is disabled (import _posixsubprocess)")
+            elif name in _blocked_modules:
+                why = ("it writes files or starts interpreters without audit events"
+                       if name in _always_blocked else "it writes files without audit events, and "
+                       "neither bubblewrap nor Landlock confines file changes here")
+                raise _import_error(f"sandbox: module {name} is disabled ({why})")
         elif event == "os.symlink" or event == "os.link":
             _deny(f"creating links is disabled ({event})")
         elif event == "object.__setattr__" or event == "object.__delattr__":
@@ -645,8 +702,6 @@ def _make_audit_hook(root: str, network: bool, subprocess_ok: bool, seccomp_acti
                 _deny(f"process creation is disabled ({event})")
             elif event == "os.kill" and args[0] != _self:
                 _deny("sending signals to other processes is disabled")
-            elif event == "import" and args[0] == "_posixsubprocess" and not _seccomp:
-                _deny("process creation is disabled (import _posixsubprocess)")
 
     own_functions = (deny, normalize, fd_path, resolve, inside, check_write, check_proc, check_open)
     hook.__defaults__ = hook.__defaults__[:-1] + (own_functions + (hook,),)
@@ -911,6 +966,26 @@ def _disarm_ctypes() -> None:
                     module.__dict__[attr] = _ctypes_disabled
 
 
+def _sem_unlink_disabled(*args, **kwargs):
+    raise PermissionError("sandbox: sem_unlink is disabled (it deletes files in /dev/shm without "
+                          "audit events, and neither bubblewrap nor Landlock confines that here)")
+
+
+def _disarm_sem_unlink() -> None:
+    """Load ``_multiprocessing`` and replace its ``sem_unlink`` by a stub (weakest configuration).
+
+    ``sem_unlink`` deletes ``/dev/shm/sem.*`` entries in C without an audit event, but the module
+    must stay importable: ``multiprocessing.synchronize`` needs it and gymnasium (so discoverygym)
+    imports that. The module uses multi-phase initialisation, so a second copy cannot come from a
+    cache: loading one raises the ``import`` audit event, which the hook refuses.
+    """
+    try:
+        import _multiprocessing
+    except ImportError:
+        return
+    _multiprocessing.sem_unlink = _sem_unlink_disabled
+
+
 def _preimport() -> NumpyRefs | None:
     """Import numpy and common standard modules before the audit hook is installed."""
     import functools  # noqa: F401
@@ -938,7 +1013,8 @@ def _write_result(path: str, record: dict) -> None:
         os._exit(RUNNER_FAILURE_EXIT)
 
 
-def harden(workdir: str, network: bool, subprocess_ok: bool, supervisor_pid: int | None = None) -> dict:
+def harden(workdir: str, network: bool, subprocess_ok: bool, supervisor_pid: int | None = None,
+           landlock: bool = True) -> dict:
     """Apply the kernel-level confinement to this process (inherited by its children).
 
     In order: die with the supervisor, drop root capabilities, Landlock (writes only below
@@ -950,6 +1026,8 @@ def harden(workdir: str, network: bool, subprocess_ok: bool, supervisor_pid: int
         network: leave sockets allowed.
         subprocess_ok: leave fork/exec/signals allowed.
         supervisor_pid: when given, exit at once if the parent is no longer that process.
+        landlock: ``False`` skips Landlock, as on a kernel without it (for tests: the parent sets
+            it from ``DISCOVERYGYM_SANDBOX_NO_LANDLOCK``).
 
     Returns:
         ``{"landlock": bool, "seccomp": bool}``, which layers are active.
@@ -959,7 +1037,7 @@ def harden(workdir: str, network: bool, subprocess_ok: bool, supervisor_pid: int
     if supervisor_pid is not None and os.getppid() != supervisor_pid:
         os._exit(RUNNER_FAILURE_EXIT)
     drop_capabilities(libc)
-    landlock = install_landlock(libc, workdir)
+    landlock = install_landlock(libc, workdir) if landlock else False
     seccomp = install_seccomp(libc, network, subprocess_ok)
     return {"landlock": landlock, "seccomp": seccomp}
 
@@ -969,14 +1047,18 @@ def run_worker(workdir: str, cfg: dict, supervisor_pid: int | None = None) -> No
     if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
         del sys.path[0]
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over-long writes fail with EFBIG instead
-    layers = harden(workdir, cfg["network"], cfg["allow_subprocess"], supervisor_pid)
+    layers = harden(workdir, cfg["network"], cfg["allow_subprocess"], supervisor_pid,
+                    landlock=cfg.get("landlock", True))
     np = _preimport()
     _disarm_ctypes()
+    files_confined = layers["landlock"] or cfg.get("bwrap", False)
+    if not files_confined:
+        _disarm_sem_unlink()
     _capped_stdio(cfg["output_bytes"])
     with open(os.path.join(workdir, STARTED_MARKER), "w"):
         pass
     sys.addaudithook(_make_audit_hook(workdir, cfg["network"], cfg["allow_subprocess"],
-                                      layers["seccomp"]))
+                                      layers["seccomp"], files_confined))
     try:
         record = _run_program(workdir, cfg, np)
     except MemoryError:

@@ -9,7 +9,12 @@ Isolation, outermost first:
 
 * **bubblewrap** when available (``bwrap``): new pid, ipc, uts and (unless ``network``) network
   namespaces, the whole file system read-only except the private directory, a private ``/tmp``,
-  ``/dev`` and ``/proc``, no capabilities, a new session, killed with its parent.
+  ``/dev`` and ``/proc``, no capabilities, a new session, killed with its parent. Read-only still
+  means readable: the program can read every file the user can read outside ``/tmp``. Under
+  ``/tmp`` it sees only what it may need: the interpreter and numpy, the ``discoverygym``
+  package, the ``sys.path`` entries and the current working directory (all read-only, so a
+  project cloned below ``/tmp`` works as anywhere else), never the temp directory holding the
+  runs' private directories (where ``TMPDIR`` puts that outside ``/tmp``, it is readable too).
 * **supervisor**: the child's first process sets the rlimits (address space, CPU time, file size,
   core dumps, process count for non-root users), the CPU affinity and ``PR_SET_CHILD_SUBREAPER``,
   forks the worker and, when the worker ends, kills every remaining descendant, double-forked
@@ -24,9 +29,10 @@ Isolation, outermost first:
   library loading, no network, no subprocesses, no tracing or ``gc`` walks), then the program.
 
 Without bubblewrap (``SandboxLimits(use_bwrap=False)``, ``DISCOVERYGYM_SANDBOX_NO_BWRAP=1``, or
-bwrap missing) the program can read every file the user can read, and where the kernel offers no
-Landlock either, files outside the private directory are protected by the audit hook alone,
-which a determined program can defeat through ctypes pointers; see :func:`run_program`.
+bwrap missing) the program can read every file the user can read, ``/tmp`` included, and where
+the kernel offers no Landlock either (``DISCOVERYGYM_SANDBOX_NO_LANDLOCK=1`` simulates that),
+files outside the private directory are protected by the audit hook alone, which a determined
+program can defeat through ctypes pointers; see :func:`run_program`.
 """
 
 from __future__ import annotations
@@ -57,6 +63,9 @@ __all__ = ["SandboxLimits", "SandboxResult", "bwrap_available", "run_program"]
 
 #: Set to 1 to never use bubblewrap (forces the fallback backend, e.g. to test it).
 NO_BWRAP_ENV = "DISCOVERYGYM_SANDBOX_NO_BWRAP"
+#: Set to 1 to leave Landlock off in the child (simulates an older kernel, e.g. to test the
+#: weakest configuration together with ``NO_BWRAP_ENV``). Read at each run.
+NO_LANDLOCK_ENV = "DISCOVERYGYM_SANDBOX_NO_LANDLOCK"
 #: Environment variable carrying each run's unique token (used to find stray processes).
 TOKEN_ENV = "DISCOVERYGYM_SANDBOX_TOKEN"
 
@@ -197,7 +206,13 @@ def _bwrap_works() -> bool:
 
 
 def _bwrap_prefix(exe: str, workdir: str, network: bool) -> list[str]:
-    """The bwrap command line up to ``--``: read-only root, private /tmp, /dev, /proc, rw workdir."""
+    """The bwrap command line up to ``--``: read-only root, private /tmp, /dev, /proc, rw workdir.
+
+    What lies under /tmp and the program needs or may expect to read is bound back read-only
+    (:func:`_visible_paths_under_tmp`), so a project cloned below /tmp behaves as anywhere else;
+    the directory holding the sandbox directories stays hidden even when one of those paths
+    contains it.
+    """
     args = [exe, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
             "--unshare-uts", "--unshare-cgroup-try"]
     if not network:
@@ -205,26 +220,65 @@ def _bwrap_prefix(exe: str, workdir: str, network: bool) -> list[str]:
     if os.geteuid() == 0:
         args += ["--cap-drop", "ALL"]
     args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for path in _interpreter_paths_under_tmp():
-        args += ["--ro-bind", path, path]
+    temp_root = os.path.dirname(workdir)
+    covering, others = [], []
+    for path in _visible_paths_under_tmp():
+        (covering if _is_within(temp_root, path) else others).append(path)
+    if covering:  # ancestors of the temp root: bind the outermost, then hide the temp root again
+        args += ["--ro-bind", covering[0], covering[0], "--tmpfs", temp_root]
+    kept: list[str] = []
+    for path in others:  # sorted: an ancestor comes before what lies below it
+        shown = any(_is_within(path, k) for k in kept) or (
+            bool(covering) and _is_within(path, covering[0]) and not _is_within(path, temp_root))
+        if not shown:
+            kept.append(path)
+            args += ["--ro-bind", path, path]
     return args + ["--bind", workdir, workdir, "--chdir", workdir, "--"]
 
 
+def _is_within(path: str, ancestor: str) -> bool:
+    """Whether ``path`` is ``ancestor`` or lies below it (both absolute and normalised)."""
+    return path == ancestor or path.startswith(ancestor.rstrip("/") + "/")
+
+
+def _visible_paths_under_tmp() -> list[str]:
+    """Existing paths strictly below /tmp to bind back read-only into the sandbox, sorted.
+
+    The interpreter, its libraries and numpy (cached), and, read at each call: every
+    ``sys.path`` entry, the directory of the ``discoverygym`` package (an editable install
+    imports it from there) and the current working directory. Both the path as given and its
+    real path are used, so symbolic links resolve inside the sandbox as outside. /tmp itself is
+    never bound (it would expose other runs' private directories).
+    """
+    candidates = set(_interpreter_paths())
+    candidates.update(entry for entry in sys.path if isinstance(entry, str))
+    candidates.add(os.path.dirname(os.path.dirname(_RUNNER)))  # the discoverygym package
+    try:
+        candidates.add(os.getcwd())
+    except OSError:
+        pass
+    found = set()
+    for path in candidates:
+        try:
+            variants = {os.path.abspath(path), os.path.realpath(path)}
+        except (OSError, ValueError):
+            continue
+        for variant in variants:
+            if variant.startswith("/tmp/") and os.path.exists(variant):
+                found.add(variant)
+    return sorted(found)
+
+
 @lru_cache(maxsize=1)
-def _interpreter_paths_under_tmp() -> tuple[str, ...]:
-    """Interpreter, library and package directories below /tmp (hidden by the private /tmp)."""
+def _interpreter_paths() -> tuple[str, ...]:
+    """The interpreter's prefixes and directory, this runner's directory and numpy's directory."""
     candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
                   os.path.dirname(os.path.abspath(sys.executable)),
                   os.path.dirname(os.path.realpath(sys.executable)), os.path.dirname(_RUNNER)}
     numpy_dir = _numpy_site_dir()
     if numpy_dir:
         candidates.add(numpy_dir)
-    found = set()
-    for path in candidates:
-        for variant in {os.path.abspath(path), os.path.realpath(path)}:
-            if (variant == "/tmp" or variant.startswith("/tmp/")) and os.path.isdir(variant):
-                found.add(variant)
-    return tuple(sorted(found))
+    return tuple(sorted(candidates))
 
 
 @lru_cache(maxsize=1)
@@ -265,15 +319,19 @@ def run_program(source: str, entry: str = "construct", kwargs: dict | None = Non
     sandbox, comes back as ``ok=False`` with a specific ``error``; this function only raises for
     bad arguments or when the sandbox itself cannot start.
 
-    Known limits: without bubblewrap the program can read any file the user can read (other
-    processes' ``/proc`` entries excepted) and sees the host's processes and network namespace
-    (sockets stay blocked by seccomp and the audit hook). Without bubblewrap and without Landlock,
-    writes outside the private directory are refused only by the audit hook, which ctypes pointer
-    tricks or C extensions that open files themselves can get around; seccomp still blocks
-    process creation, signals to other processes and sockets at the kernel level (x86_64 and
-    aarch64 only). A program may fill the disk with many files in its private directory until
-    the time limit (each file is capped by ``RLIMIT_FSIZE``). The result file is written by the
-    program's own process, so the value is exactly as trustworthy as the program.
+    Known limits: the program can read any file the user can read (other processes' ``/proc``
+    entries excepted); with bubblewrap, ``/tmp`` is private apart from the paths bound back
+    read-only (interpreter, numpy, the ``discoverygym`` package, ``sys.path`` entries and the
+    current working directory when they lie below ``/tmp``). Without bubblewrap it also sees the
+    host's processes and network namespace (sockets stay blocked by seccomp and the audit hook).
+    Without bubblewrap and without Landlock, writes outside the private directory are refused
+    only by the audit hook, which ctypes pointer tricks or third-party C extensions that open
+    files themselves can get around (the standard library's modules that do so are refused);
+    seccomp still blocks process creation, signals to other processes, sockets and device nodes
+    or FIFOs at the kernel level (x86_64 and aarch64 only). A program may fill the disk with many
+    files in its private directory until the time limit (each file is capped by
+    ``RLIMIT_FSIZE``). The result file is written by the program's own process, so the value is
+    exactly as trustworthy as the program.
 
     Args:
         source: Python source code defining the entry function.
@@ -379,7 +437,7 @@ def _cpu_set(cpus: int) -> list[int]:
 
 
 def _write_inputs(workdir: str, source: str, kwargs_text: str, entry: str,
-                  limits: SandboxLimits, status_fd: int) -> None:
+                  limits: SandboxLimits, status_fd: int, backend: str) -> None:
     """Write program.py, kwargs.json and config.json (read by the runner) into ``workdir``."""
     config = {
         "entry": entry,
@@ -391,6 +449,8 @@ def _write_inputs(workdir: str, source: str, kwargs_text: str, entry: str,
         "cpu_set": _cpu_set(limits.cpus),
         "network": limits.network,
         "allow_subprocess": limits.allow_subprocess,
+        "landlock": os.environ.get(NO_LANDLOCK_ENV, "") in ("", "0"),
+        "bwrap": backend == "bwrap",
         "output_bytes": limits.output_bytes,
         "result_bytes": limits.result_bytes,
     }
@@ -440,7 +500,7 @@ def _run_in(workdir: str, source: str, entry: str, kwargs_text: str, limits: San
     token = _new_token()
     status_r, status_w = os.pipe()
     try:
-        _write_inputs(workdir, source, kwargs_text, entry, limits, status_w)
+        _write_inputs(workdir, source, kwargs_text, entry, limits, status_w, backend)
         cmd, env = _command(workdir, limits, backend), _child_env(workdir, limits, token)
         with open(os.path.join(workdir, "stdout.txt"), "w+b") as out, \
                 open(os.path.join(workdir, "stderr.txt"), "w+b") as err:
