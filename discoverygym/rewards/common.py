@@ -72,9 +72,10 @@ def as_float_array(value: Any, name: str, ndim: int, row_len: int | None = None)
     """Convert untrusted input to a finite float64 array of a given rank.
 
     Args:
-        value: list (possibly nested), tuple or numpy array of real numbers. Booleans, strings,
-            ``None`` and complex numbers are rejected. numpy subclasses are read through a plain
-            ``np.ndarray`` view, never through overridden methods.
+        value: list (possibly nested), tuple or numpy array of real numbers. List entries must be
+            exactly ``int``/``float`` or numpy's own scalar types: booleans, strings, ``None``,
+            complex numbers and subclasses of number types are rejected. numpy array subclasses
+            are read through a plain ``np.ndarray`` view, never through overridden methods.
         name: name used in error messages (``"h"``, ``"circles"``).
         ndim: required rank (1 for step functions, 2 for circle rows / matrices).
         row_len: for ``ndim == 2``, the required length of each row (``3`` for ``[x, y, r]``).
