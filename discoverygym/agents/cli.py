@@ -113,6 +113,32 @@ def _load_init(path: str | None) -> Any:
         raise _Usage(str(exc)) from None
 
 
+def _make_config(factory: Any, *args: Any, **kwargs: Any) -> Any:
+    """Build a TrainConfig, turning its validation errors into usage errors (exit 2)."""
+    try:
+        return factory(*args, **kwargs)
+    except (ValueError, TypeError) as exc:
+        raise _Usage(str(exc)) from None
+
+
+def _check_policy_fits(config: Any) -> None:
+    """Refuse a float-moving policy on an env whose constructions are integers (QA finding).
+
+    The Gaussian policy moves coordinates by real amounts, so on Hadamard-29 / SumDifference every
+    child is invalid; refuse instead of training on failures.
+    """
+    import numpy as np
+
+    from discoverygym.envs.registry import ENVS
+
+    initial = np.asarray(ENVS[config.env_id].initial(np.random.default_rng(0)))
+    if config.policy == "gaussian" and initial.dtype.kind in "iu":
+        raise _Usage(
+            f"policy 'gaussian' moves constructions by real amounts, but {config.env_id} has integer "
+            "constructions (every child would be invalid); use `discoverygym search --policy mutation` there"
+        )
+
+
 def _fmt(v: float | None) -> str:
     return "—" if v is None else f"{v:.10g}"
 
@@ -135,14 +161,22 @@ def _train(args: argparse.Namespace, console: Console) -> int:
         if not cfg_path.exists():
             raise _Usage(f"{run_dir} holds no run to resume (no config.json)")
         stored = json.loads(cfg_path.read_text())
-        stored.update({k: v for k, v in overrides.items() if k in ("steps", "budget_s", "image_every")})
-        config = TrainConfig(**stored)
+        changeable = ("steps", "budget_s", "image_every")
+        conflicts = [k for k, v in overrides.items() if k not in changeable and stored.get(k) != v]
+        if conflicts:
+            raise _Usage(
+                f"--resume continues with the stored configuration; these arguments differ from it: "
+                f"{', '.join(sorted(conflicts))} (only {', '.join(changeable)} may change)"
+            )
+        stored.update({k: v for k, v in overrides.items() if k in changeable})
+        config = _make_config(TrainConfig, **stored)
         initial = _load_init(config.init)
     else:
         if (run_dir / "checkpoints" / "latest.json").exists():
             raise _Usage(f"{run_dir} already holds a run: pass --resume or choose another --run-dir")
-        config = ablation_config(name, env_id=args.env_id, init=args.init, **overrides)
+        config = _make_config(ablation_config, name, env_id=args.env_id, init=args.init, **overrides)
         initial = _load_init(args.init)
+    _check_policy_fits(config)
     problem = ENVS[config.env_id]
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("best {task.fields[best]}"), TextColumn("{task.fields[rate]} eval/s"),
@@ -200,6 +234,8 @@ def _compare(args: argparse.Namespace, console: Console) -> int:
     unknown = [n for n in names if n not in ABLATIONS]
     if unknown:
         raise _Usage(f"unknown config(s) {', '.join(unknown)}; known: {', '.join(ABLATIONS)}")
+    if args.seeds < 1:
+        raise _Usage(f"--seeds must be >= 1, got {args.seeds}")
     problem = ENVS[args.env_id]
     initial = _load_init(args.init)
     root = Path(args.run_dir)
@@ -209,7 +245,9 @@ def _compare(args: argparse.Namespace, console: Console) -> int:
     for name in names:
         bests = []
         for seed in range(args.seeds):
-            config = ablation_config(name, env_id=args.env_id, seed=seed, init=args.init, **overrides)
+            config = _make_config(ablation_config, name, env_id=args.env_id, seed=seed, init=args.init,
+                                  **overrides)
+            _check_policy_fits(config)
             run_dir = root / f"{name}-seed{seed}"
             if (run_dir / "checkpoints" / "latest.json").exists():
                 raise _Usage(f"{run_dir} already holds a run: choose another --run-dir")
@@ -285,7 +323,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _train(args, console) if args.command == "train" else _compare(args, console)
     except _Usage as exc:
-        console.print(f"[red]error:[/] {exc}")
+        print(f"discoverygym: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         console.print("interrupted: continue with `discoverygym train ... --run-dir DIR --resume`")

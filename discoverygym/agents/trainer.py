@@ -81,6 +81,27 @@ class TrainConfig:
     name: str = "full"  # ablation / config name (for tables and logs)
     torch_threads: int | None = 1  # ours: tiny policies run ~25x faster single-threaded (None = leave)
 
+    def __post_init__(self) -> None:
+        """Refuse settings that cannot train (found by QA: they crashed mid-run or trained on nothing).
+
+        Raises:
+            ValueError: steps, groups < 1; group_size < 2 (every objective needs two rollouts per
+                group); budget_s <= 0; image_every or checkpoint_every < 0 / < 1; an unknown polish.
+        """
+        for key, low in (("steps", 1), ("groups", 1), ("group_size", 2), ("checkpoint_every", 1),
+                         ("image_every", 0)):
+            value = getattr(self, key)
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise ValueError(f"{key} must be an integer >= {low}, got {value!r}")
+        if self.budget_s is not None and not self.budget_s > 0:
+            raise ValueError(f"budget_s must be positive, got {self.budget_s!r}")
+        polish = self.policy_kwargs.get("polish")
+        if polish not in (None, "none", "auto"):
+            from discoverygym.agents.policies.polish import POLISHERS
+
+            if polish not in POLISHERS:
+                raise ValueError(f"unknown polish {polish!r}; known: none, auto, {', '.join(POLISHERS)}")
+
     def to_dict(self) -> dict:
         """Plain JSON."""
         return asdict(self)
