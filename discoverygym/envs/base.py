@@ -299,7 +299,16 @@ def _canonical(construction: Any) -> list:
 
 
 def _safe_json(value: Any, limit: int = 10_000) -> Any:
-    """Keep an invalid candidate only when it is small plain JSON data; else record ``None``."""
+    """Keep an invalid candidate only when it is small plain JSON data; else record ``None``.
+
+    Every JSON value takes at least one character plus a two-character separator, so anything with
+    more than ``limit // 2`` entries cannot fit: it is dropped before being walked or serialised.
+    """
+    if isinstance(value, np.ndarray):
+        if value.size > limit // 2:
+            return None
+    elif isinstance(value, (list, tuple, dict)) and len(value) > limit // 2:
+        return None
     try:
         data = to_jsonable(value)
         text = json.dumps(data)

@@ -88,7 +88,7 @@ def second_autocorrelation(f: Any, method: str = "auto") -> Score:
     if not np.any(arr > 0):
         raise InvalidSolution("f is identically 0; C2 is undefined")
     arr = scale_by_power_of_two(arr)  # exact, C2 is scale-invariant: no overflow for huge heights
-    c, bound = convolve(arr, arr, "direct" if method == "direct" else method)
+    c, bound = convolve(arr, arr, method)
     value, rel = _c2_from_convolution(c, bound)
     used = "fft" if bound else "direct"
     if bound and method == "auto" and not rel <= AC2_FFT_REL_TOL:
