@@ -12,7 +12,16 @@ class InvalidSolution(DiscoveryGymError, ValueError):
 
     The message names the rule, e.g. ``"h[17] = 1.2 is outside [0, 1]"``. Environments turn it
     into the failure reward and put the message in ``info["error"]``.
+
+    Args:
+        message: the rule broken.
+        metrics: optional JSON-serialisable facts gathered before the failure (per-case scores,
+            the failing case's name); program environments copy them into the state's metadata.
     """
+
+    def __init__(self, message: str = "", metrics: dict | None = None) -> None:
+        super().__init__(message)
+        self.metrics = dict(metrics or {})
 
 
 class SandboxError(DiscoveryGymError):

@@ -95,3 +95,24 @@ def integer_set(values: np.ndarray, size: int = 256) -> np.ndarray:
     for x in 4 + (v - lo) / span * (size - 8):
         draw.line([(x, mid - 20), (x, mid + 20)], fill=_FG)
     return np.asarray(image, dtype=np.uint8)
+
+
+def bars(values, size: int = 256) -> np.ndarray:
+    """Bar chart of non-negative numbers (per-case scores, per-case runtimes), tallest = full height.
+
+    Args:
+        values: sequence of finite floats (others are drawn as zero-height bars); may be empty.
+        size: picture side in pixels.
+
+    Returns:
+        uint8 array of shape (size, size, 3).
+    """
+    image, draw = _canvas(size)
+    vals = np.array([v if isinstance(v, (int, float)) and np.isfinite(v) and v > 0 else 0.0
+                     for v in list(values)[:size]], dtype=np.float64)
+    if vals.size and vals.max() > 0:
+        width = size / vals.size
+        for i, v in enumerate(vals / vals.max()):
+            top = size - 1 - v * (size - 2)
+            draw.rectangle([i * width, top, max(i * width, (i + 1) * width - 1), size - 1], fill=(70, 110, 200))
+    return np.asarray(image, dtype=np.uint8)

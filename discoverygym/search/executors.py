@@ -65,8 +65,8 @@ class EnvSpec:
         problem: a registered env id / problem name, or a :class:`Problem` value (its functions
             must be importable module-level functions to cross process boundaries).
         action_mode: ``"construction"`` or ``"code"``.
-        kwargs: extra :class:`~discoverygym.envs.base.DiscoveryEnv` arguments (``sandbox``,
-            ``program_budget_s``).
+        kwargs: extra env arguments: ``sandbox``/``program_budget_s`` for a ``DiscoveryEnv``,
+            task options (``n_cases``, ``dataset``...) for a ``ProgramEnv``.
     """
 
     problem: str | Problem
@@ -74,7 +74,12 @@ class EnvSpec:
     kwargs: dict = field(default_factory=dict)
 
     def make(self) -> DiscoveryEnv:
-        """A fresh environment."""
+        """A fresh environment: a ``ProgramEnv`` for program problems, else a ``DiscoveryEnv``."""
+        from discoverygym.envs.program import ProgramEnv, ProgramTask
+        from discoverygym.envs.registry import is_program_env
+
+        if isinstance(self.problem, ProgramTask) or (isinstance(self.problem, str) and is_program_env(self.problem)):
+            return ProgramEnv(self.problem, action_mode=self.action_mode, **self.kwargs)  # type: ignore[return-value]
         return DiscoveryEnv(self.problem, action_mode=self.action_mode, **self.kwargs)  # type: ignore[arg-type]
 
 

@@ -1,0 +1,347 @@
+"""ProgramEnv: the one Gymnasium environment class for problems whose candidates are programs.
+
+Mathematical problems (:class:`~discoverygym.envs.base.DiscoveryEnv`) score a construction, so a
+program there is only a way to produce one. Other problems can only be judged by running the
+program itself: a GPU kernel is timed, a C++ heuristic is judged on contest cases, a denoiser is
+scored on held-out counts. Each such problem is one :class:`ProgramTask` (what to run and how to
+score it); this module holds everything shared: spaces, reset/step, states, info, rendering.
+
+A task's ``evaluate`` raises :class:`~discoverygym.errors.InvalidSolution` with a reason for any
+failure (compile error, crash, timeout, wrong output, a rule broken); the env turns that into the
+failure reward. The score is always measured by the task's own code, never read from the program.
+
+Example:
+    >>> import gymnasium as gym, discoverygym
+    >>> env = gym.make("AHC039-v0", n_cases=10)          # doctest: +SKIP
+    >>> obs, info = env.reset(seed=0)                     # doctest: +SKIP
+    >>> obs, reward, terminated, truncated, info = env.step(cpp_source)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Literal
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from discoverygym.envs.spaces import UnicodeText
+from discoverygym.errors import InvalidSolution
+from discoverygym.rewards.common import Score
+from discoverygym.types import State
+
+__all__ = ["ProgramEnv", "ProgramTask", "MAX_PROGRAM"]
+
+#: longest prompt / program accepted by the text spaces (characters).
+MAX_PROGRAM = 1_000_000
+#: metadata keys that are measurements (vary run to run), kept out of ``info["metrics"]``.
+_MEASUREMENTS = ("stdout", "stderr", "elapsed_s", "sandbox_s")
+
+
+class ProgramTask(ABC):
+    """Everything problem-specific about a program-judged discovery problem.
+
+    Subclasses set the class attributes and implement :meth:`initial_program` and
+    :meth:`evaluate`; everything else has a default. Attribute names match
+    :class:`~discoverygym.envs.problem.Problem` so that prompts, search and agents treat both
+    kinds of problem alike.
+
+    Attributes:
+        name: short identifier, e.g. ``"ahc039"``.
+        title: human title for prompts, ``list`` and renders.
+        quantity: what ``score`` measures and its unit, e.g. ``"geometric-mean runtime (μs)"``.
+        direction: ``"min"`` or ``"max"``.
+        language: ``"python"`` or ``"cpp"``: the language of the action program.
+        entry: the function the program must define (``"custom_kernel"``, ``"denoise"``; ``"main"``
+            for C++ programs reading stdin).
+        description: the problem statement for prompts, in our own words.
+        contract: what the program must define/read/print, and the limits it runs under.
+        sota: best published value: ``{"value": float, "source": str}`` plus optional extras.
+        failure_reward: reward of an invalid candidate; strictly below every valid reward.
+        reward_scale: for ``direction == "min"`` reward = reward_scale / score.
+        evaluate_initial: whether ``reset()`` scores the initial program (False when scoring needs
+            hardware that may be absent, e.g. a GPU; the initial state then has ``score=None``).
+        nondeterministic: scores are measurements (timings) that vary between runs.
+        row_len: always ``None`` (no construction); present for code that reads ``Problem.row_len``.
+    """
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    quantity: ClassVar[str]
+    direction: ClassVar[Literal["min", "max"]] = "max"
+    language: ClassVar[Literal["python", "cpp"]] = "python"
+    entry: ClassVar[str] = "main"
+    description: ClassVar[str] = ""
+    contract: ClassVar[str] = ""
+    failure_reward: ClassVar[float] = 0.0
+    reward_scale: ClassVar[float] = 1.0
+    evaluate_initial: ClassVar[bool] = True
+    nondeterministic: ClassVar[bool] = False
+    row_len: ClassVar[None] = None
+
+    @property
+    def sota(self) -> dict:
+        """Best published value ``{"value": float, "source": str, ...}`` (override per task)."""
+        return {"value": float("nan"), "source": "none"}
+
+    # ------------------------------------------------------------------ to implement
+    @abstractmethod
+    def initial_program(self) -> str:
+        """Source of the papers' initial state (a baseline program in :attr:`language`)."""
+
+    @abstractmethod
+    def evaluate(self, source: str, *, seed: int) -> Score:
+        """Run and judge one program.
+
+        Args:
+            source: program text in :attr:`language`.
+            seed: seeds generated inputs / measurement order (same seed, same cases).
+
+        Returns:
+            :class:`Score` with ``value`` (the problem's own number) and JSON-serialisable
+            ``metrics`` (per-case scores, timings, verdicts...).
+
+        Raises:
+            InvalidSolution: the candidate failed (compile error, crash, timeout, wrong output, a
+                rule broken); the message names the reason and is shown to the agent.
+        """
+
+    # ------------------------------------------------------------------ defaults
+    def reward(self, score: float) -> float:
+        """Reward of a valid score: ``score`` when maximised, ``reward_scale / score`` when minimised.
+
+        Raises:
+            ValueError: a minimised score that is not positive.
+        """
+        if self.direction == "max":
+            return float(score)
+        if not score > 0:
+            raise ValueError(f"minimised score must be positive, got {score!r}")
+        return self.reward_scale / float(score)
+
+    def prompt(self) -> str:
+        """The problem statement followed by the program contract (what an LLM policy reads)."""
+        better = "lower" if self.direction == "min" else "higher"
+        record = f"{self.sota['value']} ({self.sota['source']})"
+        return (
+            f"# {self.title}\n\n{self.description}\n\nScore: {self.quantity}; {better} is better. "
+            f"Best published: {record}.\n\n{self.contract}\n"
+        )
+
+    def render(self, state: State, size: int) -> np.ndarray:
+        """uint8 ``(size, size, 3)`` picture of a state (default: bars of ``metrics["case_scores"]``).
+
+        Tasks override this (kernel timing bars, denoised vs test expression).
+        """
+        from discoverygym.envs.render import bars
+
+        values = state.metadata.get("case_scores") if state.valid else None
+        return bars(values or [], size)
+
+    def report(self, state: State) -> list[tuple[str, str]]:
+        """Rows ``(label, value)`` the CLI prints under a result (default: none)."""
+        return []
+
+
+class ProgramEnv(gym.Env):
+    """Gymnasium environment whose actions are programs judged by a :class:`ProgramTask`.
+
+    Args:
+        task: a :class:`ProgramTask`, or a registered task name (see
+            :data:`discoverygym.envs.registry.PROGRAM_TASKS`) built with ``**task_kwargs``.
+        action_mode: must be ``"code"`` (accepted so that code written for every env can pass it).
+        horizon: steps per episode (1 = one proposal per episode, as in the papers). With
+            horizon > 1 each valid child becomes the parent of the next step.
+        render_mode: ``None``, ``"ansi"`` (text summary) or ``"rgb_array"`` (picture).
+        **task_kwargs: options of the task factory (``n_cases``, ``dataset``, ``device``...).
+
+    Observation (``spaces.Dict``): ``prompt`` (str: statement, contract, current score and
+    program) and ``score`` (float64 array of shape (1,); NaN when the state is unscored).
+
+    Action: program text (str).
+
+    Info (reset and step): ``score``, ``valid``, ``error``, ``state`` (:class:`State` with
+    ``solution=None`` and ``code`` = the program; timings in ``metadata``), ``metrics`` (the task's
+    facts, e.g. per-case scores), ``sota``, ``failure_reward``.
+
+    Raises (constructor):
+        ValueError: unknown task name, ``action_mode != "code"``, horizon < 1, bad render mode.
+    """
+
+    metadata: ClassVar[dict] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 1}
+    action_mode = "code"
+
+    def __init__(
+        self,
+        task: ProgramTask | str,
+        action_mode: str = "code",
+        horizon: int = 1,
+        render_mode: str | None = None,
+        **task_kwargs: Any,
+    ) -> None:
+        if isinstance(task, str):
+            from discoverygym.envs.registry import make_task
+
+            task = make_task(task, **task_kwargs)
+        elif task_kwargs:
+            raise ValueError(f"task options {sorted(task_kwargs)} need a task name, not a built task")
+        if action_mode != "code":
+            raise ValueError(f"{task.title} candidates are programs: action_mode must be 'code', got {action_mode!r}")
+        if horizon < 1:
+            raise ValueError(f"horizon must be >= 1, got {horizon}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.task = task
+        self.problem = task  # the name search and agents use for both kinds of problem
+        self.horizon = horizon
+        self.render_mode = render_mode
+        self.failure_reward = task.failure_reward
+        self.observation_space = spaces.Dict(
+            {
+                "prompt": UnicodeText(MAX_PROGRAM, min_length=0),
+                "score": spaces.Box(-np.inf, np.inf, shape=(1,), dtype=np.float64),
+            }
+        )
+        self.action_space = UnicodeText(MAX_PROGRAM, min_length=0)
+        self.state: State | None = None
+        self._steps = 0
+
+    # ----------------------------------------------------------------- evaluation
+    def evaluate_program(self, source: Any, parent: State | None = None, seed: int = 0, **state_fields: Any) -> State:
+        """Judge one program with the task (never raises for a bad candidate).
+
+        Args:
+            source: program text.
+            parent: unused by program tasks (the parent's program is in the prompt); accepted
+                for the search executors' common call.
+            seed: seeds the task's generated inputs.
+            **state_fields: extra :class:`State` fields (``id``, ``parent_ids``, ``metadata``).
+
+        Returns:
+            A :class:`State` with ``code = source``: valid with score and reward, or invalid with
+            the failure reward and the reason in ``error``.
+        """
+        del parent
+        metadata = dict(state_fields.pop("metadata", {}) or {})
+        if not isinstance(source, str):
+            error = f"action must be program text (str), got {type(source).__name__}"
+            return State(None, None, self.failure_reward, False, error=error, metadata=metadata, **state_fields)
+        start = time.perf_counter()
+        try:
+            result = self.task.evaluate(source, seed=int(seed))
+        except InvalidSolution as exc:
+            metadata["elapsed_s"] = time.perf_counter() - start
+            metadata.update(getattr(exc, "metrics", None) or {})
+            return State(None, None, self.failure_reward, False, code=source, error=str(exc),
+                         metadata=metadata, **state_fields)
+        metadata.update(result.metrics)
+        metadata["elapsed_s"] = time.perf_counter() - start
+        return State(None, float(result.value), self.task.reward(result.value), True, code=source,
+                     metadata=metadata, **state_fields)
+
+    # ----------------------------------------------------------------- gym API
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        """Start an episode from the task's initial program, or from ``options["state"]``.
+
+        Args:
+            seed: seeds ``self.np_random`` (state ids and the seeds passed to :meth:`evaluate`).
+            options: ``{"state": State | dict}`` injects a start state (how reuse wrappers work).
+                A :class:`State` object is taken as scored by this env; a ``dict`` (read from
+                disk) is re-judged by running its ``code`` again, whatever score it claims.
+
+        Raises:
+            ValueError: an injected dict state without code, or whose program fails now.
+            RuntimeError: the task's own initial program fails (a bug in the task).
+        """
+        super().reset(seed=seed)
+        self._steps = 0
+        given = (options or {}).get("state")
+        if given is None:
+            program = self.task.initial_program()
+            if self.task.evaluate_initial:
+                self.state = self.evaluate_program(program, seed=self._new_seed(), id=self._new_id())
+                if not self.state.valid:
+                    raise RuntimeError(f"initial program of {self.task.name} fails: {self.state.error}")
+            else:
+                self.state = State(None, None, self.failure_reward, False, code=program, id=self._new_id(),
+                                   error="not scored at reset (evaluate_initial=False)")
+        elif isinstance(given, dict):
+            stored = State.from_dict(given)
+            if not isinstance(stored.code, str):
+                raise ValueError("options['state'] has no program ('code') to judge")
+            checked = self.evaluate_program(stored.code, seed=self._new_seed(), id=stored.id,
+                                            parent_ids=stored.parent_ids)
+            if not checked.valid:
+                raise ValueError(f"options['state'] fails as a {self.task.name} program: {checked.error}")
+            self.state = checked
+        else:
+            self.state = given
+        return self._observation(), self._info(self.state)
+
+    def step(self, action: Any) -> tuple[dict, float, bool, bool, dict]:
+        """Judge one proposed program.
+
+        Returns:
+            ``(obs, reward, terminated, truncated, info)``; ``terminated`` after ``horizon`` steps;
+            ``truncated`` is always False. The new candidate is ``info["state"]``.
+
+        Raises:
+            RuntimeError: ``step`` before ``reset``.
+        """
+        if self.state is None:
+            raise RuntimeError("call reset() before step()")
+        parent = self.state
+        child = self.evaluate_program(action, seed=self._new_seed(), parent_ids=(parent.id,),
+                                      metadata={"step": self._steps}, id=self._new_id())
+        self._steps += 1
+        if child.valid:
+            self.state = child
+        terminated = self._steps >= self.horizon
+        return self._observation(), float(child.reward), terminated, False, self._info(child)
+
+    def render(self) -> str | np.ndarray | None:
+        """``"ansi"``: a text summary; ``"rgb_array"``: the task's uint8 (256, 256, 3) picture."""
+        if self.render_mode is None or self.state is None:
+            return None
+        if self.render_mode == "ansi":
+            return self.summary(self.state)
+        return np.ascontiguousarray(self.task.render(self.state, 256), dtype=np.uint8)
+
+    # ----------------------------------------------------------------- helpers
+    def summary(self, state: State) -> str:
+        """One-paragraph text description of a state (the ``ansi`` render mode)."""
+        head = f"{self.task.title} — {self.task.quantity}"
+        if not state.valid:
+            return f"{head}\ninvalid: {state.error}\n"
+        rows = "".join(f"{k}: {v}\n" for k, v in self.task.report(state))
+        return (f"{head}\nscore {state.score:.12g} (reward {state.reward:.6g}); published best "
+                f"{self.task.sota['value']} ({self.task.sota['source']})\n{rows}")
+
+    def _new_id(self) -> str:
+        """A state id drawn from ``self.np_random`` (seeded episodes repeat exactly)."""
+        return f"{int(self.np_random.integers(2**63)):016x}"
+
+    def _new_seed(self) -> int:
+        return int(self.np_random.integers(2**31 - 1))
+
+    def _observation(self) -> dict:
+        assert self.state is not None
+        score = self.state.score
+        prompt = self.task.prompt() + f"\nCurrent program's score: {score!r}\n"
+        if self.state.code:
+            prompt += f"\nCurrent program:\n```{self.task.language}\n{self.state.code}\n```\n"
+        value = np.nan if score is None else score
+        return {"prompt": prompt, "score": np.array([value], dtype=np.float64)}
+
+    def _info(self, state: State) -> dict:
+        return {
+            "score": state.score,
+            "valid": state.valid,
+            "error": state.error,
+            "state": state,
+            "metrics": {k: v for k, v in state.metadata.items() if k not in _MEASUREMENTS},
+            "sota": dict(self.task.sota),
+            "failure_reward": self.failure_reward,
+        }
