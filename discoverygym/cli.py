@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from discoverygym.envs.base import DiscoveryEnv
-from discoverygym.envs.registry import ENVS
+from discoverygym.envs.registry import ENVS, PROGRAM_TASKS, is_program_env, make_env, make_task
 from discoverygym.rewards.sandbox import SandboxLimits
 from discoverygym.agents import cli as agents_cli
 from discoverygym.search import cli as search_cli
@@ -70,61 +70,99 @@ def load_construction(path: Path) -> Any:
     return data
 
 
-def evaluate(env_id: str, path: Path, timeout_s: float, seed: int = 0) -> State:
-    """Evaluate a JSON construction or a ``.py`` program for ``env_id`` (the CLI's core).
+def evaluate(env_id: str, path: Path, timeout_s: float | None, seed: int = 0, **task_options: Any) -> State:
+    """Evaluate a candidate file for ``env_id`` (the CLI's core).
+
+    Construction problems take a JSON construction or a ``.py`` program (run in the sandbox);
+    program problems (kernels, AtCoder, denoising) take the program text in the task's language.
 
     Args:
         env_id: a registered env id.
-        path: ``.py`` program (run in the sandbox) or JSON construction file.
-        timeout_s: sandbox wall-clock limit for programs (seconds).
-        seed: seed passed to programs.
+        path: the candidate file.
+        timeout_s: sandbox wall-clock limit for Python programs of construction problems (seconds;
+            ``None`` = 60). Program problems use their own limits (contest rules, protocols).
+        seed: seed passed to programs / used for generated cases.
+        **task_options: options of a program problem (``cases_dir``, ``dataset``, ``device``,
+            ``n_cases``); ``None`` values are dropped.
 
     Returns:
         The evaluated :class:`State` (valid or not).
 
     Raises:
-        UsageError: unknown env id or unreadable/ill-formed file.
+        UsageError: unknown env id, an option the env does not take, unreadable/ill-formed file.
     """
+    options = {k: v for k, v in task_options.items() if v is not None}
+    if is_program_env(env_id):
+        try:
+            env = make_env(env_id, **options)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"{env_id}: {exc}") from None
+        return env.evaluate_program(_read_text(path), seed=seed)
     if env_id not in ENVS:
         raise UsageError(f"unknown env {env_id!r}; run `discoverygym list`")
+    if options:
+        raise UsageError(f"{env_id} takes no {', '.join('--' + k.replace('_', '-') for k in options)} option")
     if path.suffix == ".py":
-        try:
-            source = path.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read {path}: {exc}") from None
-        env = DiscoveryEnv(ENVS[env_id], action_mode="code", sandbox=SandboxLimits(timeout_s=timeout_s, memory_mb=4096))
+        limits = SandboxLimits(timeout_s=60.0 if timeout_s is None else timeout_s, memory_mb=4096)
+        env = DiscoveryEnv(ENVS[env_id], action_mode="code", sandbox=limits)
         _, info = env.reset(seed=seed)
-        return env.evaluate_program(source, parent=info["state"], seed=seed)
+        return env.evaluate_program(_read_text(path), parent=info["state"], seed=seed)
     env = DiscoveryEnv(ENVS[env_id])
     return env.evaluate_construction(load_construction(path))
 
 
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
+
+
+def _problem(env_id: str) -> Any:
+    """The Problem / ProgramTask of an env id (program tasks built with default options)."""
+    return ENVS[env_id] if env_id in ENVS else make_task(env_id)
+
+
 def _cmd_list(args: argparse.Namespace, console: Console) -> int:
     rows = [
-        {"env_id": env_id, "quantity": p.quantity, "direction": p.direction,
+        {"env_id": env_id, "quantity": p.quantity, "direction": p.direction, "action": "construction or code",
          "record": p.sota["value"], "source": p.sota["source"], "failure_reward": p.failure_reward}
         for env_id, p in ENVS.items()
     ]
+    for env_id in PROGRAM_TASKS:
+        try:
+            task = make_task(env_id)
+        except Exception as exc:  # noqa: BLE001 - an optional family that cannot load is listed as such
+            rows.append({"env_id": env_id, "quantity": PROGRAM_TASKS[env_id].title, "direction": "",
+                         "action": "code", "record": None, "source": f"unavailable: {exc}", "failure_reward": None})
+            continue
+        rows.append({"env_id": env_id, "quantity": task.quantity, "direction": task.direction,
+                     "action": f"code ({task.language})", "record": task.sota["value"],
+                     "source": task.sota["source"], "failure_reward": task.failure_reward})
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
     table = Table(title="discoverygym environments")
     table.add_column("env id", no_wrap=True, min_width=max(len(r["env_id"]) for r in rows))
-    for col in ("quantity", "better", "record", "source"):
+    for col in ("quantity", "better", "action", "record", "source"):
         table.add_column(col)
     for r in rows:
-        table.add_row(r["env_id"], r["quantity"], "lower" if r["direction"] == "min" else "higher",
-                      str(r["record"]), r["source"])
+        better = {"min": "lower", "max": "higher"}.get(r["direction"], "")
+        table.add_row(r["env_id"], r["quantity"], better, r["action"], str(r["record"]), r["source"])
     console.print(table)
     return 0
 
 
 def _cmd_evaluate(args: argparse.Namespace, console: Console) -> int:
-    if not 0 < args.timeout <= 86_400:  # also refuses NaN
+    if args.timeout is not None and not 0 < args.timeout <= 86_400:  # also refuses NaN
         raise UsageError(f"--timeout must be a number of seconds in (0, 86400], got {args.timeout}")
+    if args.n_cases is not None and args.n_cases < 1:
+        raise UsageError(f"--n-cases must be >= 1, got {args.n_cases}")
     path = Path(args.file) if args.file else example_path(args.env_id)
-    state = evaluate(args.env_id, path, args.timeout, args.seed)
-    problem = ENVS[args.env_id]
+    options = {"cases_dir": args.cases, "dataset": args.dataset, "device": args.device, "n_cases": args.n_cases}
+    state = evaluate(args.env_id, path, args.timeout, args.seed, **options)
+    problem = _problem(args.env_id) if args.env_id in ENVS else make_task(
+        args.env_id, **{k: v for k, v in options.items() if v is not None})
     metrics = {k: v for k, v in state.metadata.items() if k not in ("stdout", "stderr")}
     result = {
         "env_id": args.env_id, "file": str(path), "valid": state.valid, "score": state.score,
@@ -144,8 +182,25 @@ def _cmd_evaluate(args: argparse.Namespace, console: Console) -> int:
     for key in ("n", "method", "strict_valid", "rel_error_bound", "elapsed_s", "sandbox_s"):
         if key in metrics:
             table.add_row(key, str(metrics[key]))
+    if hasattr(problem, "report"):
+        for label, value in problem.report(state):
+            table.add_row(label, value)
     console.print(table)
+    cases = metrics.get("cases")
+    if isinstance(cases, list) and cases and all(isinstance(c, dict) for c in cases):
+        console.print(_cases_table(cases))
     return 0
+
+
+def _cases_table(cases: list[dict]) -> Table:
+    """Per-case table from ``metrics["cases"]`` (a list of dicts with the same keys)."""
+    columns = list(dict.fromkeys(k for c in cases for k in c))
+    table = Table(title=f"{len(cases)} cases")
+    for col in columns:
+        table.add_column(col)
+    for c in cases:
+        table.add_row(*(str(c.get(col, "")) for col in columns))
+    return table
 
 
 def _json_safe(obj: Any) -> Any:
@@ -172,16 +227,24 @@ def build_parser() -> argparse.ArgumentParser:
     p_list.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     p_eval = sub.add_parser(
         "evaluate",
-        help="score a construction (JSON) or a program (.py, run in the sandbox)",
+        help="score a construction (JSON) or a program (.py, .cpp), run in the sandbox",
         description="Score a JSON construction (bare, or an object with a 'construction' key) or a "
-        "Python program defining construct(seed, budget_s, parent), run in the sandbox. The score is "
-        "always recomputed by the verifier. Exit code 0 whenever it evaluated (valid or not).",
+        "Python program defining construct(seed, budget_s, parent), run in the sandbox; for program "
+        "problems (TriMul/MLADecode kernels, AHC039/AHC058 C++, ScRNADenoising) the program in the "
+        "task's language, judged by its protocol. The score is always recomputed by the verifier. "
+        "Exit code 0 whenever it evaluated (valid or not).",
     )
     p_eval.add_argument("env_id", nargs="?", default=DEFAULT_ENV, help=f"environment id (default {DEFAULT_ENV})")
     p_eval.add_argument("file", nargs="?", help="construction .json or program .py (default: the bundled example)")
     p_eval.add_argument("--json", action="store_true", help="print one JSON object (valid, score, reward, error...)")
-    p_eval.add_argument("--timeout", type=float, default=60.0, help="program wall-clock limit in seconds (default 60)")
-    p_eval.add_argument("--seed", type=int, default=0, help="seed passed to the program (default 0)")
+    p_eval.add_argument("--timeout", type=float, default=None,
+                        help="wall-clock limit of a Python program for construction problems, seconds (default 60)")
+    p_eval.add_argument("--seed", type=int, default=0, help="seed passed to the program / of generated cases (default 0)")
+    group = p_eval.add_argument_group("program problems (kernels, AtCoder, denoising)")
+    group.add_argument("--cases", metavar="DIR", help="AtCoder: judge on the input files in DIR instead of generated cases")
+    group.add_argument("--n-cases", type=int, metavar="N", help="AtCoder: number of generated cases (default 150)")
+    group.add_argument("--dataset", metavar="NAME", help="denoising: data set (default celltypist-pbmc)")
+    group.add_argument("--device", metavar="D", help="kernels: 'cuda' (timed) or 'cpu' (correctness on small shapes)")
     search_cli.add_parser(sub)
     agents_cli.add_parsers(sub)
     return parser

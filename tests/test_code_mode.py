@@ -133,5 +133,8 @@ def test_cli_usage_errors_exit_2(tmp_path, capsys):
 def test_cli_list(capsys):
     assert main(["list", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert {r["env_id"] for r in rows} == set(discoverygym.ENVS)
-    assert all(r["direction"] in ("min", "max") and r["record"] > 0 and r["source"] for r in rows)
+    from discoverygym.envs.registry import PROGRAM_TASKS
+
+    assert {r["env_id"] for r in rows} == set(discoverygym.ENVS) | set(PROGRAM_TASKS)
+    math_rows = [r for r in rows if r["env_id"] in discoverygym.ENVS]
+    assert all(r["direction"] in ("min", "max") and r["record"] > 0 and r["source"] for r in math_rows)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -33,15 +34,15 @@ class TaskSpec:
     """How to build the :class:`ProgramTask` of one program env id.
 
     Attributes:
-        factory: ``"package.module:callable"`` returning a ``ProgramTask``; called with
-            ``**kwargs`` merged with the user's ``gym.make`` options.
+        factory: ``"package.module:callable"`` (imported lazily) or the callable itself, returning a
+            ``ProgramTask``; called with ``**kwargs`` merged with the user's ``gym.make`` options.
         title: shown by ``discoverygym list`` without importing the factory.
         kwargs: fixed options of this env id (e.g. ``{"gpu": "H100"}``).
         nondeterministic: rewards are measurements (timings): registered with
             ``nondeterministic=True``.
     """
 
-    factory: str
+    factory: str | Callable[..., Any]
     title: str
     kwargs: dict = field(default_factory=dict)
     nondeterministic: bool = False
@@ -52,7 +53,13 @@ PROGRAM_TASKS: dict[str, TaskSpec] = {}
 
 
 def register_task(env_id: str, spec: TaskSpec) -> None:
-    """Add a program env id (and register it with Gymnasium when not yet registered)."""
+    """Add a program env id (and register it with Gymnasium when not yet registered).
+
+    This is how users add their own program problem::
+
+        register_task("MyKernel-v0", TaskSpec(MyKernelTask, "my kernel"))
+        env = gym.make("MyKernel-v0", some_option=3)   # MyKernelTask(some_option=3)
+    """
     PROGRAM_TASKS[env_id] = spec
     if env_id not in gym.registry:
         gym.register(id=env_id, entry_point=PROGRAM_ENTRY_POINT, kwargs={"task": env_id},
@@ -74,8 +81,10 @@ def make_task(env_id: str, **options: Any) -> Any:
         known = ", ".join(sorted(PROGRAM_TASKS))
         raise ValueError(f"unknown program env {env_id!r}; known: {known}")
     spec = PROGRAM_TASKS[env_id]
-    module, attr = spec.factory.split(":")
-    factory = getattr(importlib.import_module(module), attr)
+    factory = spec.factory
+    if isinstance(factory, str):
+        module, attr = factory.split(":")
+        factory = getattr(importlib.import_module(module), attr)
     return factory(**{**spec.kwargs, **options})
 
 
