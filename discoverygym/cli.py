@@ -22,6 +22,7 @@ from discoverygym.envs.base import DiscoveryEnv
 from discoverygym.envs.registry import ENVS, PROGRAM_TASKS, is_program_env, make_env, make_task
 from discoverygym.rewards.sandbox import SandboxLimits
 from discoverygym.agents import cli as agents_cli
+from discoverygym.agents import irft_cli
 from discoverygym.search import cli as search_cli
 from discoverygym.types import State
 
@@ -33,6 +34,7 @@ EXAMPLES = {
     "CirclePacking-32-v0": "circle_packing.py",
     "ErdosMinOverlap-v0": "erdos_min_overlap.py",
     "FirstAutocorrelation-v0": "first_autocorrelation.py",
+    "ScRNADenoising-v0": "denoise_diffusion.py",
 }
 
 
@@ -247,6 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--device", metavar="D", help="kernels: 'cuda' (timed) or 'cpu' (correctness on small shapes)")
     search_cli.add_parser(sub)
     agents_cli.add_parsers(sub)
+    irft_cli.add_parser(sub)
     return parser
 
 
@@ -260,6 +263,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return search_cli.run(args)
         if args.command in ("train", "compare"):
             return agents_cli.run(args)
+        if args.command == "post-train":
+            return irft_cli.run(args)
         if args.command == "list":
             return _cmd_list(args, console)
         return _cmd_evaluate(args, console)

@@ -1123,3 +1123,36 @@ def test_seccomp_program_shape():
     assert len(prog) < 4096 and all(0 <= jt < 256 and 0 <= jf < 256 for _, jt, jf, _ in prog)
     open_net = runner.seccomp_program("aarch64", network=True, subprocess_ok=True, self_pid=1)
     assert (0x15, 0, 1, 198) not in open_net and (0x15, 0, 1, 220) not in open_net
+
+
+def test_hidden_paths_cannot_be_read(use_bwrap):
+    """A hidden file (e.g. the raw counts behind a held-out split) is unreadable from Python."""
+    import tempfile
+
+    secret_dir = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="dg-hidden-"))  # /tmp is private in bwrap
+    try:
+        secret = secret_dir / "counts.csv"
+        secret.write_text("held-out data")
+        program = f"def main():\n    return open({str(secret)!r}).read()\n"
+        # without hiding, the program reads it (so the checks below can fail)
+        plain = run_program(program, entry="main", limits=SandboxLimits(timeout_s=20, use_bwrap=use_bwrap))
+        assert plain.ok and plain.value == "held-out data"
+        for hidden in (secret, secret_dir):  # the file itself, or a directory above it
+            limits = SandboxLimits(timeout_s=20, use_bwrap=use_bwrap, hidden_paths=(str(hidden),))
+            result = run_program(program, entry="main", limits=limits)
+            assert not result.ok and "hidden from programs" in result.error  # the audit hook
+            if use_bwrap:  # and, for C libraries too, an empty file / an empty directory
+                probe = ("import os\ndef main():\n    try:\n"
+                         f"        return os.stat({str(secret)!r}).st_size\n"
+                         "    except FileNotFoundError:\n        return -1\n")
+                size = run_program(probe, entry="main", limits=limits)
+                assert size.ok and size.value in (0, -1)
+    finally:
+        shutil.rmtree(secret_dir)
+
+
+def test_hidden_paths_must_be_absolute():
+    with pytest.raises(TypeError, match="absolute"):
+        SandboxLimits(hidden_paths=("relative/file",))
+    with pytest.raises(TypeError, match="tuple"):
+        SandboxLimits(hidden_paths=["/x"])

@@ -164,7 +164,8 @@ class ProgramEnv(gym.Env):
 
     Info (reset and step): ``score``, ``valid``, ``error``, ``state`` (:class:`State` with
     ``solution=None`` and ``code`` = the program; timings in ``metadata``), ``metrics`` (the task's
-    facts, e.g. per-case scores), ``sota``, ``failure_reward``.
+    facts, e.g. per-case scores), ``sota`` (a NaN record, i.e. none published, becomes ``None``),
+    ``failure_reward``.
 
     Raises (constructor):
         ValueError: unknown task name, ``action_mode != "code"``, horizon < 1, bad render mode.
@@ -342,6 +343,6 @@ class ProgramEnv(gym.Env):
             "error": state.error,
             "state": state,
             "metrics": {k: v for k, v in state.metadata.items() if k not in _MEASUREMENTS},
-            "sota": dict(self.task.sota),
+            "sota": {k: None if isinstance(v, float) and v != v else v for k, v in self.task.sota.items()},
             "failure_reward": self.failure_reward,
         }

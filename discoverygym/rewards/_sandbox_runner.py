@@ -519,7 +519,7 @@ _HARMLESS_CTYPES = frozenset({
 
 
 def _make_audit_hook(root: str, network: bool, subprocess_ok: bool, seccomp_active: bool,
-                     files_confined: bool = False):
+                     files_confined: bool = False, hidden: tuple[str, ...] = ()):
     """Build the audit hook that confines the program (installed with ``sys.addaudithook``).
 
     The hook raises ``PermissionError("sandbox: ...")`` on: network use (unless ``network``);
@@ -628,7 +628,8 @@ def _make_audit_hook(root: str, network: bool, subprocess_ok: bool, seccomp_acti
 
     def check_open(args, _type=type, _str=str, _int=int, _stat=stat, _isdir=S_ISDIR,
                    _o_write=_O_WRITE, _o_dir=_O_DIR, _resolve=resolve, _inside=inside,
-                   _check_write=check_write, _check_proc=check_proc, _deny=deny):
+                   _check_write=check_write, _check_proc=check_proc, _deny=deny,
+                   _hidden=tuple(os.path.realpath(h) for h in hidden)):
         path, mode, flags = args[0], args[1], args[2]
         flags = flags if _type(flags) is _int else _o_write
         from_os_open = mode is None
@@ -637,6 +638,9 @@ def _make_audit_hook(root: str, network: bool, subprocess_ok: bool, seccomp_acti
             _deny(f"os.open with '..' in a relative path is not allowed ({path})")
         target = _resolve(path)
         _check_proc(target)
+        for secret in _hidden:
+            if target == secret or _str.startswith(target, secret + "/"):
+                _deny(f"reading {secret} is not allowed (hidden from programs)")
         if flags & _o_write:
             if target != "/dev/null":
                 _check_write("writing", path, None, False)  # root itself: NamedTemporaryFile(opener=)
@@ -1058,7 +1062,7 @@ def run_worker(workdir: str, cfg: dict, supervisor_pid: int | None = None) -> No
     with open(os.path.join(workdir, STARTED_MARKER), "w"):
         pass
     sys.addaudithook(_make_audit_hook(workdir, cfg["network"], cfg["allow_subprocess"],
-                                      layers["seccomp"], files_confined))
+                                      layers["seccomp"], files_confined, tuple(cfg.get("hidden_paths", ()))))
     try:
         record = _run_program(workdir, cfg, np)
     except MemoryError:

@@ -96,6 +96,10 @@ class SandboxLimits:
             it is installed and works.
         allow_subprocess: allow fork/exec/signals to other processes inside the sandbox (for
             trusted programs and tests only: exec'd programs are not under the audit hook).
+        hidden_paths: absolute paths (files or directories) the program must not read, e.g. the
+            raw data behind a held-out split. Under bubblewrap they are replaced by an empty file
+            / empty directory (hidden from every library); without bubblewrap only Python-level
+            opens are refused (the audit hook), so C libraries such as HDF5 can still read them.
 
     Raises:
         ValueError: a limit out of range. TypeError: a limit of the wrong type.
@@ -110,6 +114,7 @@ class SandboxLimits:
     network: bool = False
     use_bwrap: bool | None = None
     allow_subprocess: bool = False
+    hidden_paths: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _require_number("timeout_s", self.timeout_s, 0.0, exclusive=True)
@@ -117,6 +122,9 @@ class SandboxLimits:
             _require_int(name, getattr(self, name), low)
         if self.cpu_s is not None:
             _require_int("cpu_s", self.cpu_s, 1)
+        if not isinstance(self.hidden_paths, tuple) or not all(
+                isinstance(p, str) and os.path.isabs(p) for p in self.hidden_paths):
+            raise TypeError(f"hidden_paths must be a tuple of absolute paths, got {self.hidden_paths!r}")
         for name in ("network", "allow_subprocess"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"SandboxLimits.{name} must be a bool")
@@ -205,7 +213,7 @@ def _bwrap_works() -> bool:
         _remove_tree(probe_dir)
 
 
-def _bwrap_prefix(exe: str, workdir: str, network: bool) -> list[str]:
+def _bwrap_prefix(exe: str, workdir: str, network: bool, hidden: tuple[str, ...] = ()) -> list[str]:
     """The bwrap command line up to ``--``: read-only root, private /tmp, /dev, /proc, rw workdir.
 
     What lies under /tmp and the program needs or may expect to read is bound back read-only
@@ -233,6 +241,12 @@ def _bwrap_prefix(exe: str, workdir: str, network: bool) -> list[str]:
         if not shown:
             kept.append(path)
             args += ["--ro-bind", path, path]
+    for path in hidden:  # after the binds above, so they cover what those exposed
+        real = os.path.realpath(path)
+        if os.path.isdir(real):
+            args += ["--tmpfs", real]
+        elif os.path.exists(real):
+            args += ["--ro-bind", "/dev/null", real]
     return args + ["--bind", workdir, workdir, "--chdir", workdir, "--"]
 
 
@@ -453,6 +467,7 @@ def _write_inputs(workdir: str, source: str, kwargs_text: str, entry: str,
         "bwrap": backend == "bwrap",
         "output_bytes": limits.output_bytes,
         "result_bytes": limits.result_bytes,
+        "hidden_paths": [os.path.realpath(p) for p in limits.hidden_paths],
     }
     files = {"program.py": source, "kwargs.json": kwargs_text, "config.json": json.dumps(config)}
     for name, text in files.items():
@@ -485,7 +500,8 @@ def _command(workdir: str, limits: SandboxLimits, backend: str) -> list[str]:
         raise SandboxError("sys.executable is unknown; cannot start a Python child process")
     python = [sys.executable, "-s", "-B", _RUNNER, workdir]
     if backend == "bwrap":
-        return _bwrap_prefix(shutil.which("bwrap") or "bwrap", workdir, limits.network) + python
+        prefix = _bwrap_prefix(shutil.which("bwrap") or "bwrap", workdir, limits.network, limits.hidden_paths)
+        return prefix + python
     return python
 
 

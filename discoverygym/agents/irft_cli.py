@@ -1,0 +1,246 @@
+"""``discoverygym post-train``: IRFT post-training of an LLM generator from its own search histories.
+
+Wiring into the main command (``discoverygym/cli.py``)::
+
+    from discoverygym.agents import irft_cli                 # import (torch/trl imported lazily)
+    irft_cli.add_parser(sub)                                  # in build_parser
+    # in main: if args.command == "post-train": return irft_cli.run(args)
+
+Also runnable alone: ``python -m discoverygym.agents.irft_cli --problems ... --policy hf:PATH --run-dir runs/irft``.
+
+Exit codes: 0 finished, 1 a stage failed (the run directory stays resumable), 2 usage error
+(unknown env, bad flags, a run directory that holds a run without --resume, missing extra),
+130 interrupted (Ctrl-C; continue with ``--resume``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+__all__ = ["add_parser", "main", "run"]
+
+
+def _csv(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def _floats(text: str) -> list[float]:
+    try:
+        return [float(x) for x in _csv(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+
+
+#: (flags, IRFTConfig field or "sft.<name>", argparse type, help); defaults come from the dataclasses.
+_PARAMS: list[tuple[tuple[str, ...], str, Any, str]] = [
+    (("--problems",), "problems", _csv, "training env ids, comma-separated"),
+    (("--heldout",), "heldout", _csv, "held-out env ids evaluated after each round, comma-separated"),
+    (("--policy",), "policy", str, "generator: hf:PATH_OR_ID (transformers + LoRA) or tinker:MODEL"),
+    (("--policy-kwargs",), "policy_kwargs", json.loads, "generator constructor arguments as JSON"),
+    (("--rounds",), "rounds", int, "IRFT rounds (default 6)"),
+    (("--trajectories",), "trajectories", int, "search trajectories per problem per round, Ĉ (default 32)"),
+    (("--steps",), "steps", int, "committed steps L per trajectory (default 8)"),
+    (("--candidates",), "candidates", int, "candidates K per step (default 4)"),
+    (("--selector",), "selector", str, "history selector Φ (default rpucg)"),
+    (
+        ("--top-percent",),
+        "top_percent",
+        _floats,
+        "R per round, comma-separated; last repeats (10,10,10,10,5,5)",
+    ),
+    (("--credit",), "credit", str, "credit rule: irft (top R%% → 1) or grpo (group-normalised advantages)"),
+    (("--credit-scope",), "credit_scope", str, "irft ranking per 'problem' (default) or over the 'buffer'"),
+    (("--sft-steps",), "sft.steps", int, "optimiser steps per round (default 100)"),
+    (("--batch-size",), "sft.batch_size", int, "examples per optimiser step (default 256)"),
+    (("--micro-batch-size",), "sft.micro_batch_size", int, "examples per forward pass (default 8)"),
+    (("--lr",), "sft.lr", float, "peak learning rate, cosine decay (default 2e-5)"),
+    (("--max-length",), "sft.max_length", int, "tokens per training example (default 8192)"),
+    (("--normalize",), "sft.normalize", str, "loss normalisation: sequence (default) or token"),
+    (("--eval-trajectories",), "eval_trajectories", int, "held-out search C (default 4)"),
+    (("--eval-steps",), "eval_steps", int, "held-out search L (default 8)"),
+    (("--eval-candidates",), "eval_candidates", int, "held-out search K (default 4)"),
+    (("--seed",), "seed", int, "run seed (default 0)"),
+    (("--env-kwargs",), "env_kwargs", json.loads, "env arguments for every search, as JSON"),
+]
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``post-train`` sub-command to the ``discoverygym`` parser."""
+    p = subparsers.add_parser(
+        "post-train",
+        help="IRFT: post-train an LLM generator on its own search trajectories (resumable)",
+        description="Each round: evolutionary search with the current model on every training problem, "
+        "trajectories into a replay buffer (buffer.jsonl), credit by each trajectory's final best "
+        "(irft: top R% → weight 1; grpo: group-normalised advantages), weighted SFT with a cosine "
+        "schedule, then a fixed-budget search on the held-out problems. TensorBoard events, "
+        "rounds.jsonl and checkpoints/ go into --run-dir.",
+        epilog="Example: discoverygym post-train --problems ErdosMinOverlap-v0,FirstAutocorrelation-v0 "
+        "--heldout CirclePacking-26-v0 --policy hf:Qwen/Qwen3-8B --rounds 6 --trajectories 32 "
+        "--top-percent 10,10,10,10,5,5 --sft-steps 100 --batch-size 256 --lr 2e-5 --run-dir runs/irft",
+    )
+    _add_arguments(p)
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    for flags, dest, typ, help_text in _PARAMS:
+        metavar = flags[0].lstrip("-").upper().replace("-", "_")
+        p.add_argument(
+            *flags, dest=dest.replace(".", "__"), type=typ, default=None, metavar=metavar, help=help_text
+        )
+    p.add_argument("--run-dir", required=True, help="run directory (must be new unless --resume)")
+    p.add_argument(
+        "--resume", action="store_true", help="continue the run in --run-dir with its stored config"
+    )
+    p.add_argument(
+        "--executor",
+        choices=("local", "ray", "inline"),
+        default="local",
+        help="where candidates are evaluated (default local process pool)",
+    )
+    p.add_argument("--workers", type=int, default=None, help="evaluation workers (default: all CPUs)")
+    p.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard events")
+    p.add_argument("--json", action="store_true", help="print the round summaries as JSON")
+
+
+def _given(args: argparse.Namespace) -> dict:
+    """Flags the user gave, as a nested IRFTConfig dict (``sft`` sub-dict)."""
+    out: dict = {}
+    for _, dest, _, _ in _PARAMS:
+        value = getattr(args, dest.replace(".", "__"))
+        if value is None:
+            continue
+        if dest.startswith("sft."):
+            out.setdefault("sft", {})[dest[4:]] = value
+        else:
+            out[dest] = value
+    return out
+
+
+def config_from_args(args: argparse.Namespace) -> Any:
+    """The :class:`~discoverygym.agents.irft.loop.IRFTConfig`: stored one with --resume (given flags
+    must agree, except --rounds, which extends a run), else flags over the defaults.
+
+    Raises:
+        ValueError: missing --problems/--policy for a new run; --resume of a directory without a run;
+            flags that contradict the stored configuration.
+    """
+    from discoverygym.agents.irft.loop import IRFTConfig
+
+    given = _given(args)
+    if args.resume:
+        path = Path(args.run_dir) / "config.json"
+        if not path.exists():
+            raise ValueError(f"--resume: {args.run_dir} holds no IRFT run (no config.json)")
+        stored = json.loads(path.read_text())
+        clash = {
+            k: (stored.get(k), v)
+            for k, v in given.items()
+            if k not in ("sft", "rounds") and stored.get(k) != v
+        }
+        clash.update(
+            {
+                f"sft.{k}": (stored.get("sft", {}).get(k), v)
+                for k, v in given.get("sft", {}).items()
+                if stored.get("sft", {}).get(k) != v
+            }
+        )
+        if clash:
+            text = ", ".join(f"{k}: stored {a!r}, given {b!r}" for k, (a, b) in clash.items())
+            raise ValueError(f"--resume keeps the stored configuration; conflicting flags: {text}")
+        known = {f.name for f in fields(IRFTConfig)}
+        stored.update({"rounds": given["rounds"]} if "rounds" in given else {})  # more rounds extend a run
+        return IRFTConfig(**{k: v for k, v in stored.items() if k in known})
+    for required in ("problems", "policy"):
+        if not given.get(required):
+            raise ValueError(f"--{required} is required for a new run")
+    return IRFTConfig(**given)
+
+
+def _table(console: Console, summaries: list[dict]) -> None:
+    """Per round: new buffer nodes, SFT examples and last loss, mean best reward (train / held-out)."""
+    table = Table(title="IRFT rounds (per-problem values: --json or rounds.jsonl)")
+    for col in (
+        "round",
+        "new nodes",
+        "SFT examples",
+        "SFT loss",
+        "train best reward",
+        "held-out best reward",
+    ):
+        table.add_column(col)
+
+    def fmt(x: Any) -> str:
+        return "-" if x is None else f"{x:.6g}" if isinstance(x, float) else str(x)
+
+    def mean(values: list) -> float | None:
+        values = [v for v in values if v is not None]
+        return sum(values) / len(values) if values else None
+
+    for s in summaries:
+        sft = s.get("sft") or {}
+        train = mean(list((s.get("train_best_reward") or {}).values()))
+        held = mean([v.get("best_reward") for v in s.get("heldout", {}).values()])
+        row = (s["round"], s.get("buffer_rows"), sft.get("examples"), sft.get("loss"), train, held)
+        table.add_row(*(fmt(x) for x in row))
+    console.print(table)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Execute ``discoverygym post-train`` with parsed ``args``; returns the exit code."""
+    console = Console(stderr=bool(args.json))
+    try:
+        from discoverygym.agents.irft.loop import IRFT
+
+        config = config_from_args(args)
+        irft = IRFT(
+            config,
+            args.run_dir,
+            resume=args.resume,
+            executor=args.executor,
+            workers=args.workers,
+            progress=lambda m: console.print(f"[post-train] {m}"),
+            tensorboard=not args.no_tensorboard,
+        )
+    except (ValueError, TypeError, OSError, ImportError) as exc:
+        print(f"discoverygym post-train: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        summaries = irft.run()
+    except KeyboardInterrupt:
+        print(
+            f"\ninterrupted; continue with: discoverygym post-train --run-dir {args.run_dir} --resume",
+            file=sys.stderr,
+        )
+        return 130
+    except Exception as exc:  # noqa: BLE001 - reported; the run directory stays resumable
+        print(
+            f"discoverygym post-train: failed: {type(exc).__name__}: {exc}\n"
+            f"the run directory {args.run_dir} is resumable (--resume)",
+            file=sys.stderr,
+        )
+        return 1
+    if args.json:
+        print(json.dumps(summaries, indent=2))
+    else:
+        _table(console, summaries)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m discoverygym.agents.irft_cli ...`` (same arguments as ``discoverygym post-train``)."""
+    parser = argparse.ArgumentParser(prog="discoverygym post-train", description="IRFT post-training")
+    _add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
