@@ -1,7 +1,8 @@
 """The ``discoverygym`` command: list environments, evaluate candidates, search, train and compare agents.
 
 Exit codes: 0 when the candidate was evaluated (valid or not), 2 for usage errors (unknown env,
-unreadable file, wrong file format).
+unreadable file, wrong file format), 3 when a backend the job needs is missing here (no GPU to time
+a kernel that passed its correctness checks, an uninstalled extra, an unreachable server).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from discoverygym.envs.base import DiscoveryEnv
+from discoverygym.errors import BackendUnavailable
 from discoverygym.envs.registry import ENVS, PROGRAM_TASKS, is_program_env, make_env, make_task
 from discoverygym.rewards.sandbox import SandboxLimits
 from discoverygym.agents import cli as agents_cli
@@ -35,6 +37,10 @@ EXAMPLES = {
     "ErdosMinOverlap-v0": "erdos_min_overlap.py",
     "FirstAutocorrelation-v0": "first_autocorrelation.py",
     "ScRNADenoising-v0": "denoise_diffusion.py",
+    "AHC039-v0": "ahc039.cpp",
+    "AHC058-v0": "ahc058.cpp",
+    **{f"TriMul-{gpu}-v0": "trimul_pytorch.py" for gpu in ("H100", "A100", "H200", "B200", "MI300X")},
+    **{f"MLADecode-{gpu}-v0": "mla_pytorch.py" for gpu in ("H200", "MI300X")},
 }
 
 
@@ -221,7 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="discoverygym",
         description="Scientific-discovery problems as Gymnasium environments with exact verifiers.",
-        epilog="Examples: discoverygym evaluate CirclePacking-26-v0 my_program.py --json | "
+        epilog="Exit codes: 0 evaluated (valid or not), 2 usage error, 3 a backend is missing here (e.g. no GPU "
+        "to time a kernel). Examples: discoverygym evaluate CirclePacking-26-v0 my_program.py --json | "
+        "discoverygym evaluate AHC039-v0 solution.cpp --cases inputs/ | "
         "discoverygym search CirclePacking-26-v0 --policy mutation --selector rpucg -C 4 -L 20 -K 4 --run-dir runs/cp26",
     )
     sub = parser.add_subparsers(dest="command", required=True)
@@ -271,6 +279,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"discoverygym: error: {exc}", file=sys.stderr)
         return 2
+    except BackendUnavailable as exc:
+        print(f"discoverygym: unavailable here: {exc}", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":

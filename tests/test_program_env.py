@@ -147,7 +147,7 @@ def test_injected_state_object_is_trusted_but_dict_is_rejudged():
 def test_unscored_initial_state_when_evaluate_initial_is_false():
     task = ToyTask(evaluate_initial=False)
     obs, info = ProgramEnv(task).reset(seed=0)
-    assert task.calls == 0 and info["score"] is None and np.isnan(obs["score"][0])
+    assert task.calls == 0 and info["score"] is None and obs["score"][0] == -np.inf
     assert "not scored" in info["error"]
 
 
@@ -215,3 +215,22 @@ def test_search_executor_spec_builds_program_env():
                     seed=0, metadata={})
     result = evaluate_task(env, task)
     assert result.state.valid and result.state.score == 4.0 and result.state.parent_ids == ("p",)
+
+
+def test_cli_bundled_examples_of_program_envs(capsys):
+    """`discoverygym evaluate ENV` without FILE judges the bundled example of each program family."""
+    import shutil
+
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is not installed")
+    assert main(["evaluate", "AHC039-v0", "--n-cases", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["valid"], out["error"]
+    assert len(out["metrics"]["cases"]) == 3 and out["score"] > 0
+
+
+def test_cli_kernel_on_cpu_checks_correctness_then_exits_3(capsys):
+    pytest.importorskip("torch")
+    code = main(["evaluate", "TriMul-H100-v0", "--device", "cpu"])
+    err = capsys.readouterr().err
+    assert code == 3 and "GPU" in err

@@ -47,6 +47,7 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--init", default=None, help="start from this construction file (JSON: bare or {'construction': ...})")
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its last checkpoint")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    _llm_args(p)
 
     c = subparsers.add_parser(
         "compare", help="run several configs x seeds, print best score mean ± sd, write a plot and TensorBoard runs",
@@ -64,7 +65,9 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--policy", default="gaussian", help="trainable policy (default gaussian)")
+    p.add_argument("--policy", default=None,
+                   help="trainable policy: gaussian (default) or an LLM: hf:PATH_OR_ID, openai:URL, vllm:MODEL, "
+                   "tinker:MODEL (programs, action_mode=code)")
     p.add_argument("--steps", type=int, default=None, help="training steps (default 50)")
     p.add_argument("--groups", type=int, default=None, help="groups (start states) per step (default 8)")
     p.add_argument("--group-size", type=int, default=None, help="rollouts per group (default 64)")
@@ -77,6 +80,115 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--polish-kwargs", type=json.loads, default=None, help="polisher arguments as JSON")
     p.add_argument("--budget-s", type=float, default=None, help="wall-clock budget per run (seconds)")
     p.add_argument("--image-every", type=int, default=None, help="steps between TensorBoard images (default 5)")
+
+
+def _llm_args(p: argparse.ArgumentParser) -> None:
+    """Options of LLM policies (``--policy hf:M | openai:URL | vllm:M | tinker:M``)."""
+    g = p.add_argument_group("LLM policies (--policy hf:PATH_OR_ID, openai:URL, vllm:MODEL, tinker:MODEL)")
+    g.add_argument("--max-new-tokens", type=int, default=None, help="completion length limit in tokens (default 1024)")
+    g.add_argument("--temperature", type=float, default=None, help="sampling temperature (default 1.0)")
+    g.add_argument("--lora-rank", type=int, default=None, help="LoRA rank (default 32)")
+    g.add_argument("--thinking-budget", type=int, default=None,
+                   help="tokens before 'stop thinking, answer now' forcing (default off)")
+    g.add_argument("--micro-batch", type=int, default=None, help="sequences per backward pass (default 4)")
+    g.add_argument("--llm-device", default=None, help="device of the local model: auto (default), cpu, cuda")
+    g.add_argument("--train-model", default=None,
+                   help="local model that trains the LoRA adapter for openai:/vllm: samplers (path or hub id)")
+    g.add_argument("--eval-workers", type=int, default=None,
+                   help="programs judged at once (default: all CPUs for math envs, 1 for program envs)")
+    g.add_argument("--task-options", type=json.loads, default=None,
+                   help="options of a program env as JSON, e.g. '{\"n_cases\": 5}'")
+
+
+_LLM_FIELDS = (("steps", "steps"), ("groups", "groups"), ("group_size", "group_size"), ("seed", "seed"),
+               ("lr", "lr"), ("kl_coef", "kl_coef"), ("budget_s", "budget_s"), ("policy", "policy"),
+               ("max_new_tokens", "max_new_tokens"), ("temperature", "temperature"), ("lora_rank", "lora_rank"),
+               ("thinking_budget", "thinking_budget"), ("micro_batch", "micro_batch"), ("llm_device", "device"),
+               ("train_model", "train_model"), ("task_options", "env_kwargs"), ("eval_workers", "eval_workers"))
+
+
+def _train_llm(args: argparse.Namespace, console: Console) -> int:
+    """``train`` with an LLM policy (code mode): :class:`~discoverygym.agents.llm_trainer.LLMTrainer`."""
+    from discoverygym.agents.llm_trainer import LLMTrainConfig, LLMTrainer
+    from discoverygym.agents.policies.llm import BackendUnavailable, ModelUnavailable
+    from discoverygym.agents.trainer import ABLATIONS
+    from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
+
+    if args.env_id not in ENVS and args.env_id not in PROGRAM_TASKS:
+        raise _Usage(f"unknown env {args.env_id!r}; run `discoverygym list`")
+    name = AGENTS.get(args.agent, args.agent)
+    if name not in ABLATIONS:
+        raise _Usage(f"unknown agent {args.agent!r}; use ttt-discover, naive-rl or one of {', '.join(ABLATIONS)}")
+    for flag in ("sigma", "polish", "polish_kwargs", "init"):
+        if getattr(args, flag, None) is not None:
+            raise _Usage(f"--{flag.replace('_', '-')} applies to the numeric policy, not to LLM policies")
+    run_dir = Path(args.run_dir)
+    given = {f: getattr(args, a) for a, f in _LLM_FIELDS if getattr(args, a, None) is not None}
+    if args.resume:
+        cfg_path = run_dir / "config.json"
+        if not cfg_path.exists():
+            raise _Usage(f"{run_dir} holds no run to resume (no config.json)")
+        stored = json.loads(cfg_path.read_text())
+        changeable = ("steps", "budget_s", "eval_workers")
+        conflicts = [k for k, v in given.items() if k not in changeable and stored.get(k) != v]
+        if conflicts:
+            raise _Usage(f"--resume continues with the stored configuration; these arguments differ from it: "
+                         f"{', '.join(sorted(conflicts))} (only {', '.join(changeable)} may change)")
+        stored.update({k: v for k, v in given.items() if k in changeable})
+        config = _make_config(LLMTrainConfig, **stored)
+    else:
+        if (run_dir / "checkpoints" / "latest.json").exists():
+            raise _Usage(f"{run_dir} already holds a run: pass --resume or choose another --run-dir")
+        ablation = {k: v for k, v in ABLATIONS[name].items()}
+        config = _make_config(LLMTrainConfig, env_id=args.env_id, name=name, **{**ablation, **given})
+
+    def on_step(m: dict) -> None:
+        if not args.json:
+            console.print(f"step {m['step']}/{config.steps}  best {_fmt(m['score/best'])}  reward mean "
+                          f"{m['reward/mean']:.6g}  valid {m['valid_fraction']:.2f}  parsed {m['parsed_fraction']:.2f}"
+                          f"  loss {m['loss']:.4g}  {m['perf/step_time_s']:.2f} s", highlight=False)
+
+    try:
+        trainer = LLMTrainer(config, run_dir, resume=args.resume, callback=on_step)
+    except (BackendUnavailable, ModelUnavailable, ValueError, FileExistsError, FileNotFoundError) as exc:
+        raise _Usage(str(exc)) from None
+    result = trainer.run()
+    problem = trainer.env.unwrapped.problem
+    record = problem.sota.get("value")
+    best = result.best.score if result.best.valid else None
+    start = result.initial.score
+    better = (lambda a, b: a < b) if problem.direction == "min" else (lambda a, b: a > b)
+    improved = bool(best is not None and (start is None or better(best, start)))
+    summary = {"env_id": config.env_id, "config": config.name, "policy": config.policy, "steps": result.steps,
+               "elapsed_s": result.elapsed_s, "initial_score": start, "best_score": best, "record": record,
+               "record_source": problem.sota.get("source"), "improved": improved, "run_dir": str(run_dir),
+               "best_file": str(run_dir / "best.json")}
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    table = Table(title=f"{problem.title}: {config.name} with {config.policy}, {result.steps} steps", show_header=False)
+    table.add_row("start", _fmt(start))
+    table.add_row("best", _fmt(best))
+    table.add_row("published record", f"{record} ({problem.sota.get('source')})")
+    table.add_row("vs start", "improved" if improved else "no improvement (best = start)")
+    table.add_row("time", f"{result.elapsed_s:.1f} s this call")
+    table.add_row("run dir", f"{run_dir}  (tensorboard --logdir {run_dir}; responses in samples.jsonl)")
+    console.print(table)
+    return 0
+
+
+def _is_llm_run(args: argparse.Namespace) -> bool:
+    from discoverygym.agents.policies.llm import is_llm_spec
+
+    if is_llm_spec(getattr(args, "policy", None) or ""):
+        return True
+    if getattr(args, "resume", False):
+        cfg = Path(args.run_dir) / "config.json"
+        try:
+            return is_llm_spec(json.loads(cfg.read_text()).get("policy", ""))
+        except (OSError, ValueError):
+            return False
+    return False
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -230,6 +342,10 @@ def _compare(args: argparse.Namespace, console: Console) -> int:
 
     if args.env_id not in ENVS:
         raise _Usage(f"unknown env {args.env_id!r}; run `discoverygym list`")
+    from discoverygym.agents.policies.llm import is_llm_spec
+
+    if is_llm_spec(args.policy or ""):
+        raise _Usage("compare runs the numeric policy; for LLM policies run `discoverygym train` once per config")
     names = [AGENTS.get(n.strip(), n.strip()) for n in args.configs.split(",") if n.strip()]
     unknown = [n for n in names if n not in ABLATIONS]
     if unknown:
@@ -321,6 +437,8 @@ def run(args: argparse.Namespace) -> int:
                       "(CPU: pip install torch==2.13.0 first)")
         return 2
     try:
+        if args.command == "train" and _is_llm_run(args):
+            return _train_llm(args, console)
         return _train(args, console) if args.command == "train" else _compare(args, console)
     except _Usage as exc:
         print(f"discoverygym: error: {exc}", file=sys.stderr)

@@ -158,7 +158,8 @@ class ProgramEnv(gym.Env):
         **task_kwargs: options of the task factory (``n_cases``, ``dataset``, ``device``...).
 
     Observation (``spaces.Dict``): ``prompt`` (str: statement, contract, current score and
-    program) and ``score`` (float64 array of shape (1,); NaN when the state is unscored).
+    program) and ``score`` (float64 array of shape (1,); the worst value, -inf when maximising and
+    +inf when minimising, while the state is unscored).
 
     Action: program text (str).
 
@@ -333,7 +334,8 @@ class ProgramEnv(gym.Env):
         prompt = self.task.prompt() + f"\nCurrent program's score: {score!r}\n"
         if self.state.code:
             prompt += f"\nCurrent program:\n```{self.task.language}\n{self.state.code}\n```\n"
-        value = np.nan if score is None else score
+        worst = np.inf if self.task.direction == "min" else -np.inf
+        value = worst if score is None else score
         return {"prompt": prompt, "score": np.array([value], dtype=np.float64)}
 
     def _info(self, state: State) -> dict:

@@ -153,6 +153,6 @@ for _gpu in ("H200", "MI300X"):
         "discoverygym.envs.kernels:make_mla_decode", f"MLA decode kernel ({_gpu})", {"gpu": _gpu},
         nondeterministic=True)
 PROGRAM_TASKS["AHC039-v0"] = TaskSpec("discoverygym.envs.ahc:make_ahc039", "AtCoder AHC039 (net enclosing mackerels)")
-PROGRAM_TASKS["AHC058-v0"] = TaskSpec("discoverygym.envs.ahc:make_ahc058", "AtCoder AHC058")
+PROGRAM_TASKS["AHC058-v0"] = TaskSpec("discoverygym.envs.ahc:make_ahc058", "AtCoder AHC058 (apple machine hierarchy)")
 PROGRAM_TASKS["ScRNADenoising-v0"] = TaskSpec(
     "discoverygym.envs.denoising:make_denoising", "Single-cell RNA-seq denoising (OpenProblems)")

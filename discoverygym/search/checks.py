@@ -159,8 +159,11 @@ def policy_factory(name: str) -> Callable:
     Raises:
         ValueError: unknown name.
     """
-    from discoverygym.agents.policies import POLICIES
+    from discoverygym.agents.policies import POLICIES, llm_policy_factory
+    from discoverygym.agents.policies.llm import is_llm_spec
 
+    if is_llm_spec(name):
+        return llm_policy_factory(name)
     if name not in POLICIES:
         raise ValueError(f"unknown policy {name!r}; registered: {', '.join(sorted(POLICIES))}")
     module, attr = POLICIES[name].split(":")

@@ -37,7 +37,16 @@ __all__ = ["add_parser", "main", "run"]
 
 #: search parameters: (flag(s), SearchConfig field, type, default, help)
 _PARAMS: list[tuple[tuple[str, ...], str, Any, Any, str]] = [
-    (("--policy",), "policy", str, "mutation", "policy name (registered: {policies}; default mutation)"),
+    (
+        ("--policy",),
+        "policy",
+        str,
+        "mutation",
+        (
+            "policy name (registered: {policies}; default mutation) or an LLM with --action-mode code: "
+            "hf:PATH_OR_ID, openai:URL, vllm:MODEL, tinker:MODEL (settings via --policy-kwargs)"
+        ),
+    ),
     (("--selector",), "selector", str, "rpucg", "history selector Φ: {selectors} (default rpucg)"),
     (("-C", "--trajectories"), "C", int, 4, "C: independent trajectories (default 4)"),
     (("-L", "--steps"), "L", int, 20, "L: committed steps per trajectory (default 20)"),

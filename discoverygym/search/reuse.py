@@ -100,7 +100,10 @@ class ReuseWrapper(gym.Wrapper):
         if self._initial_states:
             checked = []
             for s in self._initial_states:
-                v = env.evaluate_construction(s.solution)
+                if hasattr(env, "evaluate_construction"):
+                    v = env.evaluate_construction(s.solution)
+                else:  # a program env: the state's program is judged again
+                    v = env.evaluate_program(s.code, seed=0)
                 if not v.valid:
                     raise ValueError(f"initial state {s.id} is invalid: {v.error}")
                 checked.append(dataclasses.replace(s, score=v.score, reward=v.reward, valid=True, error=None))

@@ -16,6 +16,8 @@ declare ``action_modes`` (e.g. ``("construction",)``); the search runner then re
 with an env in another action mode.
 
 Registered names (``--policy``): see :data:`POLICIES`; add one with :func:`register_policy`.
+LLM policies are named by a spec ``backend:target`` instead: ``hf:PATH_OR_ID``, ``openai:URL``,
+``vllm:MODEL``, ``tinker:MODEL`` (:mod:`discoverygym.agents.policies.llm`).
 
 Trainable policies (``discoverygym train --policy``) implement :class:`TrainablePolicy` on top:
 differentiable per-token log-probabilities, torch parameters, ``state_dict`` and a frozen
@@ -42,6 +44,7 @@ __all__ = [
     "Policy",
     "SamplingContext",
     "TrainablePolicy",
+    "llm_policy_factory",
     "make_policy",
     "make_trainable_policy",
     "register_policy",
@@ -92,14 +95,33 @@ def register_policy(name: str, target: str) -> None:
     POLICIES[name] = target
 
 
-def make_policy(name: str, **kwargs: Any) -> Policy:
-    """Build a registered policy.
+def llm_policy_factory(spec: str) -> Any:
+    """The class behind an LLM spec (``hf:M``, ``openai:URL``, ``vllm:M``, ``tinker:M``), imported.
 
     Raises:
-        ValueError: unknown name (the message lists the registered ones).
+        ValueError: not an LLM spec.
     """
+    from discoverygym.agents.policies.llm import BACKENDS, split_spec
+
+    backend, _ = split_spec(spec)
+    module, attr = BACKENDS[backend].split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def make_policy(name: str, **kwargs: Any) -> Policy:
+    """Build a registered policy, or an LLM policy from a spec ``backend:target`` (see ``policies.llm``).
+
+    Raises:
+        ValueError: unknown name (the message lists the registered ones and the LLM specs).
+        BackendUnavailable / ModelUnavailable: an LLM backend's library or model is missing.
+    """
+    from discoverygym.agents.policies.llm import is_llm_spec, split_spec
+
+    if is_llm_spec(name):
+        return llm_policy_factory(name)(split_spec(name)[1], **kwargs)
     if name not in POLICIES:
-        raise ValueError(f"unknown policy {name!r}; registered: {', '.join(sorted(POLICIES))}")
+        raise ValueError(f"unknown policy {name!r}; registered: {', '.join(sorted(POLICIES))}, "
+                         "or an LLM: hf:PATH_OR_ID, openai:URL, vllm:MODEL, tinker:MODEL")
     module, attr = POLICIES[name].split(":")
     return getattr(importlib.import_module(module), attr)(**kwargs)
 

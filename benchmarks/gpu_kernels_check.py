@@ -1,0 +1,157 @@
+"""GPU check of the kernel environments (run by ``benchmarks/gpu_kernels_check.sh`` on a GPU machine).
+
+Measures, on the GPU present (target H200 for TriMul and MLA-Decode), with the envs' own protocol:
+
+1. the PyTorch baseline (reference-style candidate, the envs' initial program): 18 correctness
+   cases, then the 7 timed TriMul cases: per-case mean ± stderr and the geometric mean (μs);
+2. the spread of the geometric mean over 3 measurements of that baseline (the first one plus two
+   timing-only repeats, each in fresh processes): coefficient of variation;
+3. the simple fused Triton kernel (``discoverygym/examples/trimul_triton.py``): correctness on the
+   18 cases and its geometric mean;
+4. if time is left, the MLA-Decode PyTorch baseline (4 test cases, timed prefill 6144).
+
+Prints a table; with ``$OUT`` set also writes ``$OUT/gpu_kernels_check.json``. Exit code 0 when
+everything ran (a failing candidate is reported, not an error), 2 when no GPU is visible.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import warnings
+
+from discoverygym.envs.kernels import _EXAMPLES, make_mla_decode, make_trimul
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--case-budget-s", type=float, default=3.0, help="timing budget per timed case")
+    parser.add_argument("--deadline-s", type=float, default=330.0, help="skip optional parts after this")
+    parser.add_argument("--gpu", default="H200", help="target GPU of the envs")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    import torch
+    import triton
+
+    if not torch.cuda.is_available():
+        print(f"no GPU visible to torch {torch.__version__}; nothing to measure", file=sys.stderr)
+        return 2
+    warnings.simplefilter("always")
+    opts = {
+        "device": "cuda",
+        "case_budget_s": args.case_budget_s,
+        "check_timeout_s": 240,
+        "time_timeout_s": 240,
+    }
+    task = make_trimul(args.gpu, **opts)
+    baseline = task.initial_program()
+    fused = (_EXAMPLES / "trimul_triton.py").read_text()
+    report: dict = {
+        "torch_version": torch.__version__,
+        "triton_version": triton.__version__,
+        "gpu_name": torch.cuda.get_device_name(0),
+        "target": args.gpu,
+        "record": task.sota,
+    }
+    lines: list[tuple[str, str]] = []
+
+    def stamp(label: str) -> None:
+        print(f"[{time.perf_counter() - start:6.1f} s] {label}", flush=True)
+
+    def attempt(label: str, key: str, run) -> dict | None:
+        """Run one part; a failure is reported in the table, never aborts the check."""
+        stamp(label)
+        try:
+            metrics = run()
+        except Exception as exc:  # noqa: BLE001 - reported, the other parts still run
+            report[key + "_error"] = f"{type(exc).__name__}: {exc}"
+            print(f"    failed: {report[key + '_error']}", flush=True)
+            return None
+        report[key] = metrics
+        return metrics
+
+    md = attempt(
+        "TriMul PyTorch baseline: correctness (18 cases) + timing (7 cases)",
+        "baseline",
+        lambda: task.evaluate(baseline, seed=0).metrics,
+    )
+    geos = [md["geomean_us"]] if md else []
+    for i in (1, 2):
+        rep = attempt(
+            f"TriMul PyTorch baseline: timing repeat {i}",
+            f"baseline_repeat{i}",
+            lambda i=i: task.measure(baseline, seed=i),
+        )
+        geos += [rep["geomean_us"]] if rep else []
+    cv = statistics.stdev(geos) / statistics.fmean(geos) if len(geos) >= 2 else float("nan")
+    report["baseline_repeats_us"], report["baseline_cv"] = geos, cv
+    tri = attempt(
+        "TriMul fused Triton kernel: correctness (18 cases) + timing",
+        "triton",
+        lambda: task.evaluate(fused, seed=0).metrics,
+    )
+    mla_task = make_mla_decode(args.gpu, **opts)
+    mla = None
+    if time.perf_counter() - start < args.deadline_s - 90:
+        mla = attempt(
+            "MLA-Decode PyTorch baseline: correctness (4 cases) + timing (prefill 6144)",
+            "mla_baseline",
+            lambda: mla_task.evaluate(mla_task.initial_program(), seed=0).metrics,
+        )
+    else:
+        report["mla_baseline_error"] = "skipped: not enough time left"
+
+    def result_line(m: dict | None, key: str) -> str:
+        if m is None:
+            return f"FAILED: {report.get(key + '_error', '?')}"
+        return f"{m['geomean_us']:.1f} μs (reward {3000.0 / m['geomean_us']:.3f})"
+
+    head = md or tri or {}
+    lines += [
+        (
+            "GPU",
+            (
+                f"{report['gpu_name']} ({head.get('platform', '?')}, torch {report['torch_version']}, "
+                f"triton {report['triton_version']})"
+            ),
+        ),
+        ("target / record", f"{args.gpu}: {task.sota['value']} μs ({task.sota['source']})"),
+        ("target mismatch", str(head.get("target_mismatch"))),
+        ("TriMul timed case", "PyTorch baseline mean ± stderr (n) | fused Triton mean (μs)"),
+    ]
+    names = (md or tri or {}).get("case_names", [])
+    for k, name in enumerate(names):
+        base = (
+            f"{md['case_means_us'][k]:10.1f} ± {md['case_stderr_us'][k]:6.1f} ({md['case_repeats'][k]:3d})"
+            if md
+            else "-"
+        )
+        fused_mean = f"{tri['case_means_us'][k]:10.1f}" if tri else "-"
+        lines.append((f"  {name}", f"{base} | {fused_mean}"))
+    tri_ok = f"correct on {tri['n_correctness_cases']} checks; " if tri else ""
+    lines += [
+        ("TriMul PyTorch baseline", result_line(md, "baseline")),
+        ("3 measurements (geomean)", ", ".join(f"{g:.1f}" for g in geos) + f" μs; CV {100 * cv:.2f} %"),
+        ("TriMul fused Triton", tri_ok + result_line(tri, "triton")),
+        (
+            "MLA-Decode PyTorch baseline",
+            result_line(mla, "mla_baseline")
+            + f"; record {mla_task.sota['value']} μs ({mla_task.sota['source']})",
+        ),
+        ("wall time", f"{time.perf_counter() - start:.0f} s"),
+    ]
+    width = max(len(k) for k, _ in lines)
+    print("\n" + "\n".join(f"{k:<{width}}  {v}" for k, v in lines))
+    out = os.environ.get("OUT")
+    if out:
+        with open(os.path.join(out, "gpu_kernels_check.json"), "w") as fh:
+            json.dump(report, fh, indent=1, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

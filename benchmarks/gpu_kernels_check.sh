@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# GPU check of TriMul / MLA-Decode (one lent H200, under 6 minutes): PyTorch baseline geometric-mean μs
+# on the 7 timed TriMul cases, CV of 3 measurements, the fused Triton kernel's correctness and μs,
+# the MLA-Decode baseline, and the GPU name. Prints a table (see benchmarks/gpu_kernels_check.py).
+#
+# Run from anywhere on the GPU machine: bash benchmarks/gpu_kernels_check.sh
+# The machine's python3 must have torch (CUDA/ROCm) and triton. gymnasium is installed from wheels in
+# build/wheels when missing (make them here with
+#   .venv/bin/pip download --no-deps -d build/wheels gymnasium==1.4.0 farama-notifications==0.0.6
+# and carry "build/wheels" to the device machine).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if ! "$PY" -c "import gymnasium" 2>/dev/null; then
+    if compgen -G "build/wheels/*.whl" >/dev/null; then
+        "$PY" -m pip install -q --no-index --no-deps --target /tmp/discoverygym-site build/wheels/*.whl
+        export PYTHONPATH=/tmp/discoverygym-site${PYTHONPATH:+:$PYTHONPATH}
+    else
+        echo "gymnasium is missing and build/wheels has no wheels (see the header of $0)" >&2
+        exit 2
+    fi
+fi
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONUNBUFFERED=1
+"$PY" -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'cuda', torch.cuda.is_available())"
+exec timeout 355 "$PY" benchmarks/gpu_kernels_check.py "$@"

@@ -1,0 +1,78 @@
+"""The TTT-Discover update for LLM policies, as tensors: padding, KL-shaped token advantages, IS loss.
+
+Shared by every trainable backend (:class:`~discoverygym.agents.policies.hf.HFPolicy` computes the
+loss locally; :class:`~discoverygym.agents.policies.tinker_policy.TinkerPolicy` sends the shaped
+advantages to the service). Source: TTT-Discover App. A and its code ``rl/train.py``
+(docs/algorithms.md, "KL shaping and loss"):
+
+* ``Δ_t = log π_sampler(a_t) − log π_base(a_t)`` over action tokens (the base model = the policy
+  with its LoRA adapter disabled);
+* ``A_t = A + λ (mean(Δ) − Δ_t)`` with the batch mean over all action tokens;
+* ``loss = −Σ_t exp(log π_θ(a_t) − log π_sampler(a_t)) · A_t`` (summed over tokens, unclipped).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from discoverygym.agents.objectives import kl_shaping
+
+__all__ = ["importance_sampling_loss", "pad_behaviour", "token_advantages"]
+
+
+def pad_behaviour(samples: Sequence[Any]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Behaviour log-probs and action masks of LLM samples, right-padded.
+
+    Args:
+        samples: objects with ``logprobs`` (list of float, length T_i) and ``mask`` (list of bool).
+
+    Returns:
+        ``(logprobs [B, T] float32, mask [B, T] bool)``, ``T = max T_i`` (at least 1); padding is
+        0.0 / False.
+    """
+    width = max([len(s.logprobs) for s in samples] + [1])
+    lp = torch.zeros(len(samples), width, dtype=torch.float32)
+    mask = torch.zeros(len(samples), width, dtype=torch.bool)
+    for i, s in enumerate(samples):
+        n = len(s.logprobs)
+        if n:
+            lp[i, :n] = torch.tensor(s.logprobs, dtype=torch.float32)
+            mask[i, :n] = torch.tensor([bool(m) for m in s.mask], dtype=torch.bool)
+    return lp, mask
+
+
+#: |Δ_t| below this is rounding (KV-cache sampling vs a full forward pass in float32), taken as 0,
+#: so that a KL-only step with an unchanged adapter has exactly zero gradient (Adam would otherwise
+#: turn rounding noise into full-size steps).
+DELTA_NOISE = 1e-5
+
+
+def token_advantages(adv: torch.Tensor, old_lp: torch.Tensor, base_lp: torch.Tensor, mask: torch.Tensor,
+                     kl_coef: float, noise: float = DELTA_NOISE) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sequence advantages broadcast to tokens, with token-level KL shaping.
+
+    Args:
+        adv: ``[B]`` advantages (objective output, flattened groups).
+        old_lp: ``[B, T]`` behaviour log-probs; base_lp: ``[B, T]`` base-model log-probs.
+        mask: ``[B, T]`` bool action tokens.
+        kl_coef: λ (0.1 in the paper, 0.01 for AtCoder; 0 disables).
+        noise: ``|Δ_t|`` at or below this counts as 0 (:data:`DELTA_NOISE`).
+
+    Returns:
+        ``(A_t [B, T] float32, Δ [B, T] float32)``, both 0 outside ``mask``.
+    """
+    diff = old_lp - base_lp
+    delta = torch.where(mask & (diff.abs() > noise), diff, torch.zeros_like(diff))
+    a_tok = adv.to(torch.float32).reshape(-1, 1).expand_as(old_lp).clone()
+    a_tok = kl_shaping(a_tok, delta, mask, kl_coef)
+    return torch.where(mask, a_tok, torch.zeros_like(a_tok)), delta
+
+
+def importance_sampling_loss(new_lp: torch.Tensor, old_lp: torch.Tensor, a_tok: torch.Tensor,
+                             mask: torch.Tensor) -> torch.Tensor:
+    """``−Σ_t exp(new − old) · A_t`` over masked tokens (scalar; summed, unclipped)."""
+    ratio = torch.exp(torch.where(mask, new_lp - old_lp, torch.zeros_like(new_lp)))
+    return -(ratio * a_tok * mask).sum()

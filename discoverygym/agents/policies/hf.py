@@ -1,0 +1,429 @@
+"""HFPolicy: a transformers causal LM with a peft LoRA adapter, sampled and trained in-process.
+
+Sampling is an explicit loop over the KV cache (one prompt's ``n`` samples per batch, so no
+padding): at every step the temperature-scaled distribution ``softmax(logits / T)`` is sampled
+with a torch generator seeded from the caller's ``numpy`` generator, and the chosen token's
+log-probability under that distribution is recorded: these are the behaviour log-probs of the
+importance-sampling loss, and equal a fresh forward pass of prompt + completion (tested to 1e-4).
+
+Training (:meth:`HFPolicy.train_step`) is TTT-Discover's update (App. A; docs/algorithms.md):
+base-model log-probs with the adapter disabled, token-level KL shaping, importance-sampling loss
+summed over action tokens, gradient accumulation over micro-batches, one Adam step
+(lr 4e-5, β = (0.9, 0.95), eps 1e-8 by default). Only LoRA weights are trainable.
+
+Requires the ``llm`` extra (``pip install 'discoverygym[llm]'``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from discoverygym.agents.policies.llm import (
+    BackendUnavailable,
+    LLMSample,
+    ModelUnavailable,
+    context_messages,
+    encode_chat,
+    make_sample,
+)
+from discoverygym.agents.prompts import FORCE_ANSWER, needs_forcing
+
+__all__ = ["HFPolicy", "load_model_and_tokenizer"]
+
+
+def _imports() -> tuple[Any, Any, Any]:
+    try:
+        import peft
+        import torch
+        import transformers
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise BackendUnavailable(f"HFPolicy needs the llm extra: pip install 'discoverygym[llm]' ({exc})") from None
+    return torch, transformers, peft
+
+
+def _resolve_device(device: str) -> str:
+    torch, _, _ = _imports()
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def load_model_and_tokenizer(model: str | os.PathLike, *, device: str = "cpu", dtype: str = "auto") -> tuple[Any, Any]:
+    """Load a causal LM and its tokenizer from a local directory or a hub id.
+
+    Args:
+        model: local directory, or a Hugging Face hub id (``org/name``).
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:N"``.
+        dtype: ``"auto"`` (float32 on CPU, bfloat16 on CUDA), ``"float32"``, ``"bfloat16"``, ``"float16"``.
+
+    Returns:
+        ``(model in eval mode on device, tokenizer)``.
+
+    Raises:
+        ModelUnavailable: not a local directory and the hub (or its cache, offline) does not have it;
+            the message names the model.
+    """
+    torch, transformers, _ = _imports()
+    if dtype == "auto":
+        dtype = "float32" if str(device).startswith("cpu") else "bfloat16"
+    torch_dtype = getattr(torch, dtype)
+    local = Path(model).is_dir()
+    offline = os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes")
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(model), local_files_only=offline or local)
+        lm = transformers.AutoModelForCausalLM.from_pretrained(str(model), dtype=torch_dtype,
+                                                               local_files_only=offline or local)
+    except (OSError, ValueError) as exc:
+        where = "local directory" if local else ("hub id (offline: HF_HUB_OFFLINE is set)" if offline else "hub id")
+        raise ModelUnavailable(f"could not load model {str(model)!r} as a {where}: {exc}") from None
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return lm.to(device).eval(), tokenizer
+
+
+class HFPolicy:
+    """LLM policy on transformers + peft LoRA (sampling with log-probs, TTT-Discover LoRA training).
+
+    Args:
+        model: local directory or hub id of a causal LM (its tokenizer alongside).
+        device: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"``.
+        dtype: see :func:`load_model_and_tokenizer`.
+        lora_rank: LoRA rank (32 in TTT-Discover); lora_alpha: scaling numerator (default = rank).
+        target_modules: peft target modules (default ``"all-linear"``).
+        max_new_tokens: completion length limit (tokens, forced text included).
+        temperature: sampling temperature (> 0; 1.0 in the paper).
+        thinking_budget: tokens of phase 1 before "stop thinking, answer now" forcing (None = off).
+        batch_size: most sequences generated together (the ``n`` samples of one prompt are chunked).
+        micro_batch: sequences per forward/backward in training (gradient accumulation).
+        lr, adam_beta1, adam_beta2, adam_eps: Adam settings (TTT-Discover App. A).
+        system: optional system message.
+        adapter: a saved adapter directory to start from.
+        seed: seeds the LoRA initialisation.
+
+    Attributes:
+        model: the ``peft.PeftModel``; tokenizer: the tokenizer; name: ``"hf:<model>"``.
+
+    Raises:
+        ModelUnavailable: the model cannot be loaded (message names it).
+        ValueError: temperature <= 0, max_new_tokens < 1, or thinking_budget >= max_new_tokens.
+        BackendUnavailable: transformers/peft/torch missing.
+    """
+
+    action_modes = ("code",)
+
+    def __init__(
+        self,
+        model: str | os.PathLike,
+        *,
+        device: str = "auto",
+        dtype: str = "auto",
+        lora_rank: int = 32,
+        lora_alpha: float | None = None,
+        target_modules: Any = "all-linear",
+        max_new_tokens: int = 1024,
+        temperature: float = 1.0,
+        thinking_budget: int | None = None,
+        batch_size: int = 16,
+        micro_batch: int = 4,
+        lr: float = 4e-5,
+        adam_beta1: float = 0.9,
+        adam_beta2: float = 0.95,
+        adam_eps: float = 1e-8,
+        system: str | None = None,
+        adapter: str | os.PathLike | None = None,
+        seed: int = 0,
+    ) -> None:
+        torch, _, peft = _imports()
+        if not temperature > 0:
+            raise ValueError(f"temperature must be > 0, got {temperature}")
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        if thinking_budget is not None and not 0 < thinking_budget < max_new_tokens:
+            raise ValueError(f"thinking_budget must be in (0, max_new_tokens={max_new_tokens}), got {thinking_budget}")
+        self.name = f"hf:{model}"
+        self.model_id = str(model)
+        self.device = _resolve_device(device)
+        self.temperature = float(temperature)
+        self.max_new_tokens = int(max_new_tokens)
+        self.thinking_budget = thinking_budget
+        self.batch_size = int(batch_size)
+        self.micro_batch = int(micro_batch)
+        self.system = system
+        base, self.tokenizer = load_model_and_tokenizer(model, device=self.device, dtype=dtype)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            config = peft.LoraConfig(r=lora_rank, lora_alpha=lora_alpha or lora_rank, lora_dropout=0.0,
+                                     target_modules=target_modules, task_type="CAUSAL_LM")
+            self.model = peft.get_peft_model(base, config)
+        self.model.eval()
+        if adapter is not None:
+            self.load_adapter(adapter)
+        self.optimizer = torch.optim.Adam(self.parameters(), lr=lr, betas=(adam_beta1, adam_beta2), eps=adam_eps)
+        self.language_default = "python"
+        self._stats: dict[str, float] = {}
+
+    # ------------------------------------------------------------------ sampling
+    @property
+    def eos_ids(self) -> set[int]:
+        """Token ids that end a completion (tokenizer eos + generation config eos)."""
+        ids = {self.tokenizer.eos_token_id}
+        extra = getattr(self.model.generation_config, "eos_token_id", None)
+        ids.update(extra if isinstance(extra, list) else [extra])
+        return {i for i in ids if i is not None}
+
+    def generate_ids(self, prompt_ids: Sequence[int], n: int, max_new_tokens: int,
+                     generator: Any) -> list[tuple[list[int], list[float], bool]]:
+        """Sample ``n`` continuations of one prompt (no adapter change, no gradient).
+
+        Args:
+            prompt_ids: token ids (length ≥ 1).
+            n: continuations (generated in chunks of ``batch_size``).
+            max_new_tokens: token limit per continuation.
+            generator: ``torch.Generator`` on the model's device.
+
+        Returns:
+            ``n`` tuples ``(token ids, log-probs under softmax(logits / temperature), ended)``;
+            ``ended`` means an end-of-sequence token was sampled (it is included, last).
+        """
+        torch, _, _ = _imports()
+        eos = torch.tensor(sorted(self.eos_ids), device=self.device)
+        out: list[tuple[list[int], list[float], bool]] = []
+        for start in range(0, n, self.batch_size):
+            rows = min(self.batch_size, n - start)
+            ids = torch.tensor([list(prompt_ids)] * rows, device=self.device)
+            toks = torch.zeros(rows, 0, dtype=torch.long, device=self.device)
+            lps = torch.zeros(rows, 0, dtype=torch.float32, device=self.device)
+            done = torch.zeros(rows, dtype=torch.bool, device=self.device)
+            lengths = torch.full((rows,), max_new_tokens, dtype=torch.long, device=self.device)
+            with torch.no_grad():
+                result = self.model(input_ids=ids, use_cache=True)
+                for t in range(max_new_tokens):
+                    logp = torch.log_softmax(result.logits[:, -1, :].float() / self.temperature, dim=-1)
+                    tok = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(1)
+                    toks = torch.cat([toks, tok[:, None]], 1)
+                    lps = torch.cat([lps, logp.gather(1, tok[:, None])], 1)
+                    ended = torch.isin(tok, eos) & ~done
+                    lengths = torch.where(ended, torch.full_like(lengths, t + 1), lengths)
+                    done |= ended
+                    if bool(done.all()) or t == max_new_tokens - 1:
+                        break
+                    result = self.model(input_ids=tok[:, None], use_cache=True, **self._cache_kw(result))
+            for r in range(rows):
+                k = int(lengths[r])
+                out.append((toks[r, :k].tolist(), lps[r, :k].tolist(), bool(done[r])))
+        return out
+
+    @staticmethod
+    def _cache_kw(result: Any) -> dict:
+        """The KV cache of a forward result as keyword arguments (``cache`` in transformers ≥ 5.x, else
+        ``past_key_values``)."""
+        cache = getattr(result, "cache", None)
+        if cache is not None:
+            return {"cache": cache}
+        return {"past_key_values": result.past_key_values}
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Completion text with special tokens kept (reasoning / channel markers such as gpt-oss's
+        ``<|channel|>`` must reach the parser) except end-of-sequence and padding tokens."""
+        drop = self.eos_ids | {self.tokenizer.pad_token_id}
+        return self.tokenizer.decode([t for t in ids if t not in drop], skip_special_tokens=False)
+
+    def _generator(self, rng: np.random.Generator) -> Any:
+        torch, _, _ = _imports()
+        gen = torch.Generator(device=self.device)
+        gen.manual_seed(int(rng.integers(2**62)))
+        return gen
+
+    def sample(self, contexts: Sequence[Any], n: int, rng: np.random.Generator) -> list[list[LLMSample]]:
+        """``n`` :class:`LLMSample` per context (code mode; see the module docstring).
+
+        With ``thinking_budget`` set, sampling is two-phase: ``thinking_budget`` tokens, then each
+        sequence still reasoning (no ``</think>``, not ended) gets
+        :data:`~discoverygym.agents.prompts.FORCE_ANSWER` (mask False) and continues up to
+        ``max_new_tokens`` in total.
+        """
+        gen = self._generator(rng)
+        out: list[list[LLMSample]] = []
+        for c, ctx in enumerate(contexts):
+            messages = context_messages(ctx, self.system)
+            prompt_ids = encode_chat(self.tokenizer, messages)
+            language = getattr(ctx.problem, "language", "python") or "python"
+            phase1 = self.max_new_tokens if self.thinking_budget is None else self.thinking_budget
+            group = []
+            for ids, lps, ended in self.generate_ids(prompt_ids, n, phase1, gen):
+                mask = [True] * len(ids)
+                text = self.decode(ids)
+                if self.thinking_budget is not None and needs_forcing(text, ended):
+                    forced = list(self.tokenizer(FORCE_ANSWER, add_special_tokens=False)["input_ids"])
+                    room = self.max_new_tokens - len(ids) - len(forced)
+                    ids, lps, mask = ids + forced, lps + [0.0] * len(forced), mask + [False] * len(forced)
+                    if room > 0:
+                        ids2, lps2, ended = self.generate_ids(prompt_ids + ids, 1, room, gen)[0]
+                        ids, lps, mask = ids + ids2, lps + lps2, mask + [True] * len(ids2)
+                    text = self.decode(ids)
+                group.append(make_sample(
+                    text, language, prompt_ids=list(prompt_ids), completion_ids=ids, logprobs=lps, mask=mask,
+                    finish_reason="stop" if ended else "length", context=c, prompt=messages[-1]["content"]))
+            out.append(group)
+        return out
+
+    # ------------------------------------------------------------------ scoring
+    def token_logprobs(self, samples: Sequence[LLMSample], *, base: bool = False) -> Any:
+        """Differentiable ``[B, T]`` log-probs of each sample's completion tokens (0 past its end).
+
+        Args:
+            samples: LLM samples (prompts may differ in length).
+            base: score with the LoRA adapter disabled (the base model, π_base of the KL term;
+                no gradient then).
+
+        Returns:
+            float32 tensor on the model's device, ``T = max completion length``.
+        """
+        torch, _, _ = _imports()
+        width = max([len(s.completion_ids) for s in samples] + [1])
+        seqs = [list(s.prompt_ids) + list(s.completion_ids) for s in samples]
+        longest = max(len(x) for x in seqs)
+        pad = self.tokenizer.pad_token_id or 0
+        ids = torch.full((len(seqs), longest), pad, dtype=torch.long, device=self.device)
+        attn = torch.zeros_like(ids)
+        for i, x in enumerate(seqs):
+            ids[i, : len(x)] = torch.tensor(x, device=self.device)
+            attn[i, : len(x)] = 1
+        # position of the logit that predicts completion token j of sample i: P_i - 1 + j
+        pos = torch.zeros(len(samples), width, dtype=torch.long, device=self.device)
+        tgt = torch.full((len(samples), width), pad, dtype=torch.long, device=self.device)
+        valid = torch.zeros(len(samples), width, dtype=torch.bool, device=self.device)
+        for i, s in enumerate(samples):
+            p, t = len(s.prompt_ids), len(s.completion_ids)
+            pos[i] = torch.clamp(torch.arange(width, device=self.device) + p - 1, max=longest - 1)
+            if t:
+                tgt[i, :t] = torch.tensor(s.completion_ids, device=self.device)
+                valid[i, :t] = True
+        if base:
+            with torch.no_grad(), self.model.disable_adapter():
+                logits = self.model(input_ids=ids, attention_mask=attn).logits
+        else:
+            logits = self.model(input_ids=ids, attention_mask=attn).logits
+        picked = logits.gather(1, pos[:, :, None].expand(-1, -1, logits.shape[-1])).float()
+        logp = torch.log_softmax(picked / self.temperature, dim=-1).gather(2, tgt[:, :, None]).squeeze(2)
+        return torch.where(valid, logp, torch.zeros_like(logp))
+
+    def logprob(self, contexts: Any, samples: Sequence[LLMSample]) -> Any:
+        """Differentiable ``[B]`` sequence log-probs (sum over action tokens)."""
+        from discoverygym.agents.llm_update import pad_behaviour
+
+        _, mask = pad_behaviour(samples)
+        lp = self.token_logprobs(samples)
+        return (lp * mask.to(lp.device)).sum(-1)
+
+    # ------------------------------------------------------------------ training
+    def parameters(self) -> list:
+        """The trainable (LoRA) parameters."""
+        return [p for p in self.model.parameters() if p.requires_grad]
+
+    def train_step(self, samples: Sequence[LLMSample], advantages: Any, *, kl_coef: float = 0.1) -> dict[str, float]:
+        """One TTT-Discover update on ``samples`` with sequence ``advantages`` ``[B]``.
+
+        Base log-probs (adapter disabled) → KL-shaped token advantages → importance-sampling loss,
+        accumulated over micro-batches of ``micro_batch`` → one Adam step. Samples with zero
+        advantage everywhere still contribute the KL term.
+
+        Returns:
+            ``{"loss", "kl", "tokens", "grad_norm"}`` (``kl`` = mean Δ per action token).
+        """
+        torch, _, _ = _imports()
+        from discoverygym.agents.llm_update import importance_sampling_loss, pad_behaviour, token_advantages
+
+        if not samples:
+            return {"loss": 0.0, "kl": 0.0, "tokens": 0, "grad_norm": 0.0}
+        old_lp, mask = pad_behaviour(samples)
+        old_lp, mask = old_lp.to(self.device), mask.to(self.device)
+        mb = max(1, self.micro_batch)
+        width = old_lp.shape[1]
+        chunks = [self.token_logprobs(samples[i:i + mb], base=True).detach() for i in range(0, len(samples), mb)]
+        base_lp = torch.cat([torch.nn.functional.pad(c, (0, width - c.shape[1])) for c in chunks])
+        a_tok, delta = token_advantages(torch.as_tensor(advantages, device=self.device), old_lp, base_lp, mask,
+                                        kl_coef)
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        total = 0.0
+        for i in range(0, len(samples), mb):
+            new_lp = self.token_logprobs(samples[i:i + mb])
+            w = new_lp.shape[1]
+            loss = importance_sampling_loss(new_lp, old_lp[i:i + mb, :w], a_tok[i:i + mb, :w], mask[i:i + mb, :w])
+            loss.backward()
+            total += float(loss.detach())
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.parameters(), float("inf")))
+        self.optimizer.step()
+        self.model.eval()
+        n_tok = int(mask.sum())
+        self._stats = {"kl": float(delta[mask].mean()) if n_tok else 0.0, "grad_norm": grad_norm}
+        return {"loss": total, "kl": self._stats["kl"], "tokens": n_tok, "grad_norm": grad_norm}
+
+    def stats(self) -> dict[str, float]:
+        """Scalars of the last update (``kl``, ``grad_norm``)."""
+        return dict(self._stats)
+
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict:
+        """The LoRA weights only (peft names)."""
+        from peft import get_peft_model_state_dict
+
+        return {k: v.detach().cpu().clone() for k, v in get_peft_model_state_dict(self.model).items()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore :meth:`state_dict` into the adapter."""
+        from peft import set_peft_model_state_dict
+
+        set_peft_model_state_dict(self.model, state)
+
+    def save_adapter(self, path: str | os.PathLike) -> Path:
+        """Write the adapter (``adapter_config.json`` + ``adapter_model.safetensors``) to ``path``.
+
+        The directory loads with ``peft.PeftModel.from_pretrained`` and vLLM's ``--enable-lora``.
+        """
+        out = Path(path)
+        self.model.save_pretrained(str(out))
+        return out
+
+    def load_adapter(self, path: str | os.PathLike) -> None:
+        """Load adapter weights saved by :meth:`save_adapter` (same rank/targets) into this policy.
+
+        Raises:
+            FileNotFoundError: no ``adapter_model.safetensors`` (or ``.bin``) in ``path``.
+        """
+        torch, _, _ = _imports()
+        folder = Path(path)
+        st = folder / "adapter_model.safetensors"
+        if st.exists():
+            from safetensors.torch import load_file
+
+            state = load_file(str(st))
+        elif (folder / "adapter_model.bin").exists():
+            state = torch.load(folder / "adapter_model.bin", weights_only=True)
+        else:
+            raise FileNotFoundError(f"no adapter weights in {folder}")
+        self.load_state_dict(state)
+
+    def save_checkpoint(self, path: str | os.PathLike) -> None:
+        """Adapter + optimizer state into directory ``path`` (resume)."""
+        torch, _, _ = _imports()
+        out = Path(path)
+        self.save_adapter(out / "adapter")
+        torch.save(self.optimizer.state_dict(), out / "optimizer.pt")
+
+    def load_checkpoint(self, path: str | os.PathLike) -> None:
+        """Restore :meth:`save_checkpoint`."""
+        torch, _, _ = _imports()
+        self.load_adapter(Path(path) / "adapter")
+        self.optimizer.load_state_dict(torch.load(Path(path) / "optimizer.pt", weights_only=True))
+
+    def config(self) -> dict[str, Any]:
+        """Constructor arguments that matter for rebuilding (JSON)."""
+        return {"model": self.model_id, "temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
+                "thinking_budget": self.thinking_budget}

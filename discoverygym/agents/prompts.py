@@ -1,0 +1,234 @@
+"""Prompts for ``action_mode="code"`` LLM policies, and the parser that reads a program back.
+
+One prompt builder serves every env: it only reads the attributes that construction problems
+(:class:`~discoverygym.envs.problem.Problem`) and program tasks
+(:class:`~discoverygym.envs.program.ProgramTask`) share: ``title``, ``prompt()`` (statement and
+program contract in our own words), ``direction``, ``sota``, ``entry`` and, for program tasks,
+``language``. A prompt holds, in order:
+
+1. the problem statement and the verifier contract (``problem.prompt()``);
+2. the start state: its score, the published record and the gap to it, and its program (or, for
+   a construction with no program yet, a note that the program receives it as ``parent``);
+3. further inspirations (search with several states per prompt), each with score and program;
+4. the tail of the start state's stdout/stderr (``State.metadata["stdout"|"stderr"]``);
+5. the rules of the answer: one fenced code block in the problem's language, last block counts.
+
+The parser (:func:`parse_response`) takes the *last* complete fenced code block of a response,
+after removing reasoning: ``<think>…</think>`` blocks and gpt-oss style channels
+(``<|channel|>analysis<|message|>…`` / ``<|channel|>final<|message|>…``). A response that has no
+block, ends inside its reasoning or inside an unclosed block raises :class:`ResponseError` with
+the reason; it never crashes on odd input.
+
+The "stop thinking, answer now" forcing (TTT-Discover App. A, two-phase sampling with a thinking
+budget) is :func:`needs_forcing` + :data:`FORCE_ANSWER`: after ``thinking_budget`` tokens a
+sequence that is still reasoning gets :data:`FORCE_ANSWER` appended (not trained on) and continues.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from discoverygym.types import State
+
+__all__ = [
+    "FORCE_ANSWER",
+    "THINK_END",
+    "ResponseError",
+    "build_messages",
+    "build_prompt",
+    "failed_program",
+    "needs_forcing",
+    "parse_response",
+]
+
+#: marker closing the reasoning section of "thinking" models (Qwen3, DeepSeek-R1 style).
+THINK_END = "</think>"
+#: text appended to a sequence that used up its thinking budget (phase 2 of two-phase sampling).
+FORCE_ANSWER = (
+    "\n\nI am out of thinking time, so I will stop reasoning here and write the final program now."
+    f"\n{THINK_END}\n\n"
+)
+#: characters of stdout/stderr shown in a prompt (the tail is kept).
+STDOUT_TAIL = 2000
+#: characters of an inspiration's program shown in a prompt (longer programs are cut in the middle).
+PROGRAM_LIMIT = 20_000
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+#.-]*)[ \t]*\r?\n(.*?)```", re.DOTALL)
+_FINAL = re.compile(r"<\|channel\|>\s*final\s*(?:<\|constrain\|>[^<]*)?<\|message\|>", re.DOTALL)
+_CHANNEL_TOKENS = re.compile(r"<\|(?:end|return|call|start)\|>")
+
+
+class ResponseError(ValueError):
+    """A response from which no program can be read (the message says why; shown in logs)."""
+
+
+def _language(problem: Any) -> str:
+    return getattr(problem, "language", "python") or "python"
+
+
+def _fmt(value: float | None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "not scored"
+    return f"{value:.12g}"
+
+
+def _gap(problem: Any, score: float | None) -> str:
+    """Distance from ``score`` to the published record, signed so that the text says who is ahead."""
+    record = (getattr(problem, "sota", None) or {}).get("value")
+    if score is None or record is None or not math.isfinite(float(record)):
+        return "unknown"
+    diff = float(score) - float(record)
+    ahead = diff < 0 if problem.direction == "min" else diff > 0
+    if diff == 0:
+        return "0 (equal to the record)"
+    return f"{abs(diff):.6g} ({'better' if ahead else 'worse'} than the record)"
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return text[:half] + f"\n... [{len(text) - limit} characters omitted] ...\n" + text[-half:]
+
+
+def _state_block(problem: Any, state: State, label: str) -> str:
+    lang = _language(problem)
+    lines = [f"## {label}", f"Score: {_fmt(state.score)}"]
+    if not state.valid and state.error:
+        lines.append(f"(this state is not valid: {state.error})")
+    if state.code:
+        lines.append(f"Program:\n```{lang}\n{_clip(state.code.rstrip(), PROGRAM_LIMIT)}\n```")
+    elif state.solution is not None:
+        lines.append(
+            "There is no program for this state yet: it is a construction. Your program receives it "
+            f"as the `parent` argument of `{getattr(problem, 'entry', 'construct')}` and may improve it."
+        )
+    return "\n".join(lines)
+
+
+def _output_tail(state: State) -> str:
+    parts = []
+    for key in ("stdout", "stderr"):
+        text = state.metadata.get(key) if isinstance(state.metadata, dict) else None
+        if isinstance(text, str) and text.strip():
+            parts.append(f"{key} (last {STDOUT_TAIL} characters):\n```\n{text[-STDOUT_TAIL:]}\n```")
+    return "\n".join(parts)
+
+
+def build_prompt(problem: Any, parent: State, inspirations: Sequence[State] = ()) -> str:
+    """The user message for one code-mode proposal.
+
+    Args:
+        problem: a ``Problem`` or ``ProgramTask`` (attributes listed in the module docstring).
+        parent: the start state to improve (its score, program and output tail are shown).
+        inspirations: more states to show (the parent, if repeated here, is skipped).
+
+    Returns:
+        Markdown text (statement, contract, states, record and gap, output tail, answer rules).
+    """
+    lang = _language(problem)
+    better = "lower" if problem.direction == "min" else "higher"
+    sota = getattr(problem, "sota", None) or {}
+    parts = [problem.prompt().rstrip(), _state_block(problem, parent, "Current state (improve this one)")]
+    parts.append(
+        f"Published record: {sota.get('value')} ({sota.get('source', 'unknown source')}); "
+        f"{better} is better. Gap from the current state to the record: {_gap(problem, parent.score)}."
+    )
+    others = [s for s in inspirations if s is not parent and (s.id is None or s.id != parent.id)]
+    for i, state in enumerate(others, 1):
+        parts.append(_state_block(problem, state, f"Other attempt {i}"))
+    tail = _output_tail(parent)
+    if tail:
+        parts.append("Output of the current program:\n" + tail)
+    parts.append(
+        "## Rules\n"
+        f"- Answer with the complete new program in one fenced block: ```{lang} ... ```. Only the last "
+        "fenced block of your answer is run; everything else is ignored.\n"
+        f"- The program must follow the contract above (entry `{getattr(problem, 'entry', 'main')}`).\n"
+        "- The score is measured by the verifier; scores printed or claimed by the program are ignored.\n"
+        f"- Aim for a {better} score than the current state."
+    )
+    return "\n\n".join(parts) + "\n"
+
+
+def build_messages(problem: Any, parent: State, inspirations: Sequence[State] = (),
+                   system: str | None = None) -> list[dict[str, str]]:
+    """Chat messages (``[{"role", "content"}]``) wrapping :func:`build_prompt` (+ optional system text)."""
+    messages = [{"role": "system", "content": system}] if system else []
+    messages.append({"role": "user", "content": build_prompt(problem, parent, inspirations)})
+    return messages
+
+
+def _strip_reasoning(text: str) -> str:
+    """The answer part of a response (reasoning removed).
+
+    Raises:
+        ResponseError: the response ended while still reasoning.
+    """
+    finals = list(_FINAL.finditer(text))
+    if finals:
+        text = text[finals[-1].end():]
+    elif "<|channel|>" in text:
+        raise ResponseError("response ended in the analysis channel (no final channel): truncated reasoning")
+    text = _CHANNEL_TOKENS.sub("", text)
+    if THINK_END in text:
+        text = text.rsplit(THINK_END, 1)[1]
+    elif "<think>" in text:
+        raise ResponseError("response ended inside <think> (reasoning not finished): truncated")
+    return text
+
+
+def parse_response(text: str, language: str | None = None) -> str:
+    """The program in the last complete fenced code block of an LLM response.
+
+    Args:
+        text: the raw completion (may contain reasoning, channels, prose, several blocks).
+        language: expected language (``"python"``/``"cpp"``); used only in error messages.
+
+    Returns:
+        The code inside the last complete block (without the fences), stripped of trailing spaces.
+
+    Raises:
+        ResponseError: not a string, no complete block, an unclosed block after the last complete
+            one (truncated response), an empty block, or reasoning that never finished.
+    """
+    if not isinstance(text, str):
+        raise ResponseError(f"response must be text, got {type(text).__name__}")
+    answer = _strip_reasoning(text)
+    blocks = list(_FENCE.finditer(answer))
+    rest = answer[blocks[-1].end():] if blocks else answer
+    if "```" in rest:
+        raise ResponseError("response ends inside an unclosed code block (truncated)")
+    if not blocks:
+        want = f" ```{language}" if language else ""
+        raise ResponseError(f"response contains no fenced code block{want}")
+    code = blocks[-1].group(2).rstrip()
+    if not code.strip():
+        raise ResponseError("the last code block is empty")
+    return code + "\n"
+
+
+def failed_program(reason: str, language: str = "python") -> str:
+    """A program text that records why parsing failed (it fails the contract when evaluated).
+
+    Used as the action of a sample whose response could not be parsed, so that every sample goes
+    through the same evaluation path and gets the env's failure reward.
+    """
+    comment = "//" if language == "cpp" else "#"
+    flat = " ".join(str(reason).split())[:500]
+    return f"{comment} no program could be read from the response: {flat}\n"
+
+
+def needs_forcing(text: str, ended: bool) -> bool:
+    """Whether a phase-1 sequence must get :data:`FORCE_ANSWER` (still reasoning, not ended).
+
+    Args:
+        text: the decoded phase-1 completion.
+        ended: the sequence emitted its end-of-sequence token.
+    """
+    if ended:
+        return False
+    return not (THINK_END in text or _FINAL.search(text))

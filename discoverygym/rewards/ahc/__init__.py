@@ -1,0 +1,13 @@
+"""AtCoder Heuristic Contest problems judged on C++ programs: AHC039 and AHC058.
+
+* :mod:`.textio`: token and line parsing with the official tools' rules (Rust ``str::parse``).
+* :mod:`.ahc039`, :mod:`.ahc058`: input generators (seeded, from each statement's generation
+  procedure) and scorers (every validity rule of the statement, with the official tester's
+  verdicts).
+* :mod:`.judge`: compile once, run many cases in parallel in the native sandbox, score each.
+* :mod:`.standings`: where a 150-case total would have placed in the contest.
+"""
+
+from discoverygym.rewards.ahc.textio import AHCInvalid
+
+__all__ = ["AHCInvalid"]

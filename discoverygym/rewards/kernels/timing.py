@@ -1,0 +1,220 @@
+"""Timing harness for GPU kernels: CUDA events around one call, GPU MODE stopping rule.
+
+Protocol (GPU MODE ``eval.py`` benchmark mode, as described in the project's problem notes):
+warm-up calls (compilation and autotuning already happened in the separate correctness stage),
+then up to ``max_repeats`` timed calls, each one bracketed by CUDA events recorded on the current
+stream after a device synchronisation, optionally after overwriting an L2-sized buffer so that
+no call finds its inputs in cache. Stop as soon as the standard error of the mean is below
+``rel_se`` (0.1 %) of the mean (at least ``min_repeats`` calls) or the wall-clock ``budget_s``
+is spent. Results are in microseconds.
+
+Everything here needs a CUDA or ROCm build of torch with a visible GPU; :func:`require_gpu`
+raises :class:`~discoverygym.errors.BackendUnavailable` otherwise, naming what is missing.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from discoverygym.errors import BackendUnavailable
+
+__all__ = ["L2Flusher", "gpu_info", "require_gpu", "should_stop", "summarise", "time_kernel"]
+
+
+def require_gpu(device: str = "cuda") -> None:
+    """Raise unless ``device`` is a usable GPU for timing.
+
+    Raises:
+        BackendUnavailable: ``device`` is not a CUDA/ROCm device, or torch has no GPU support, or
+            no GPU is visible; the message says which and what torch build is installed.
+    """
+    if not str(device).startswith("cuda"):
+        raise BackendUnavailable(
+            f"kernel timing needs a GPU, but device={device!r}; correctness can be checked on CPU, "
+            "timing needs device='cuda' (NVIDIA CUDA or AMD ROCm build of torch)"
+        )
+    if not torch.cuda.is_available():
+        build = "CPU-only build" if torch.version.cuda is None and torch.version.hip is None else "GPU build"
+        raise BackendUnavailable(
+            f"kernel timing needs a visible GPU: torch.cuda.is_available() is False (torch "
+            f"{torch.__version__}, {build}); install a CUDA/ROCm torch and run on a GPU machine"
+        )
+
+
+def gpu_info(device: str = "cuda") -> dict:
+    """``{"gpu_name", "platform", "torch"}`` of ``device`` (``gpu_name`` None on CPU).
+
+    ``platform`` is ``"cuda <version>"``, ``"rocm <version>"`` or ``"cpu"``.
+    """
+    if str(device).startswith("cuda") and torch.cuda.is_available():
+        name = torch.cuda.get_device_name(torch.device(device))
+        platform = f"rocm {torch.version.hip}" if torch.version.hip else f"cuda {torch.version.cuda}"
+        return {"gpu_name": name, "platform": platform, "torch": torch.__version__}
+    return {"gpu_name": None, "platform": "cpu", "torch": torch.__version__}
+
+
+def summarise(times_us: Sequence[float]) -> dict:
+    """Mean, sample standard deviation and standard error (μs) of repeated timings.
+
+    Returns:
+        ``{"mean_us", "std_us", "stderr_us", "n"}``; std and stderr are 0 for one sample.
+
+    Raises:
+        ValueError: no samples.
+    """
+    n = len(times_us)
+    if n == 0:
+        raise ValueError("no timings")
+    mean = math.fsum(times_us) / n
+    std = math.sqrt(math.fsum((t - mean) ** 2 for t in times_us) / (n - 1)) if n > 1 else 0.0
+    return {"mean_us": mean, "std_us": std, "stderr_us": std / math.sqrt(n), "n": n}
+
+
+def should_stop(
+    times_us: Sequence[float],
+    elapsed_s: float,
+    *,
+    max_repeats: int = 100,
+    min_repeats: int = 3,
+    rel_se: float = 1e-3,
+    budget_s: float = 10.0,
+) -> bool:
+    """The stopping rule: enough repeats, a precise enough mean, or the budget spent.
+
+    Args:
+        times_us: timings so far.
+        elapsed_s: wall-clock seconds since the timed loop started.
+        max_repeats: hard cap on timed calls (GPU MODE: 100).
+        min_repeats: no precision stop before this many calls.
+        rel_se: stop when stderr/mean < rel_se (GPU MODE: 0.1 %).
+        budget_s: stop when this much wall time is spent (at least one call is always made).
+    """
+    n = len(times_us)
+    if n >= max_repeats or (n >= 1 and elapsed_s >= budget_s):
+        return True
+    if n < max(min_repeats, 2):
+        return False
+    s = summarise(times_us)
+    return s["mean_us"] > 0 and s["stderr_us"] / s["mean_us"] < rel_se
+
+
+class L2Flusher:
+    """Overwrites a buffer twice the GPU's L2 size (at least 64 MiB) to evict cached data.
+
+    Args:
+        device: CUDA device.
+    """
+
+    def __init__(self, device: str = "cuda") -> None:
+        props = torch.cuda.get_device_properties(torch.device(device))
+        l2 = int(getattr(props, "L2_cache_size", 0) or 0)
+        self.nbytes = max(2 * l2, 64 << 20)
+        self.buffer = torch.empty(self.nbytes // 4, dtype=torch.int32, device=device)
+
+    def __call__(self) -> None:
+        """Write the whole buffer (queued on the current stream)."""
+        self.buffer.zero_()
+
+
+def time_kernel(
+    fn: Callable[[Any], Any],
+    data: Any,
+    *,
+    device: str = "cuda",
+    warmup: int = 3,
+    max_repeats: int = 100,
+    min_repeats: int = 3,
+    rel_se: float = 1e-3,
+    budget_s: float = 10.0,
+    flush_l2: bool = True,
+    clock: str = "cuda",
+) -> dict:
+    """Time ``fn(data)`` with CUDA events (see module docstring for the protocol).
+
+    Args:
+        fn: the candidate kernel.
+        data: its input (reused for every call; freshness is checked separately, after timing).
+        device: CUDA device.
+        warmup: untimed calls first.
+        max_repeats, min_repeats, rel_se, budget_s: see :func:`should_stop`.
+        flush_l2: overwrite an L2-sized buffer before every timed call (GPU only).
+        clock: ``"cuda"`` (CUDA events; the only clock used for scores) or ``"wall"``
+            (``time.perf_counter`` around the call; lets tests run the timing stage's control flow
+            on a CPU; its numbers are not comparable with anything).
+
+    Returns:
+        :func:`summarise` of the per-call times in μs plus ``"times_us"`` (the list).
+
+    Raises:
+        BackendUnavailable: ``clock="cuda"`` without a GPU (see :func:`require_gpu`).
+        ValueError: unknown clock.
+        Exception: whatever ``fn`` raises.
+    """
+    if clock not in ("cuda", "wall"):
+        raise ValueError(f"clock must be 'cuda' or 'wall', got {clock!r}")
+    if clock == "wall":
+        return _time_wall(fn, data, device, warmup, max_repeats, min_repeats, rel_se, budget_s)
+    require_gpu(device)
+    flusher = L2Flusher(device) if flush_l2 else None
+    for _ in range(warmup):
+        fn(data)
+    torch.cuda.synchronize()
+    times: list[float] = []
+    start_wall = time.perf_counter()
+    while not should_stop(
+        times,
+        time.perf_counter() - start_wall,
+        max_repeats=max_repeats,
+        min_repeats=min_repeats,
+        rel_se=rel_se,
+        budget_s=budget_s,
+    ):
+        if flusher is not None:
+            flusher()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        start.record()
+        out = fn(data)
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1000.0)
+        del out
+    return {**summarise(times), "times_us": times}
+
+
+def _time_wall(
+    fn: Callable[[Any], Any],
+    data: Any,
+    device: str,
+    warmup: int,
+    max_repeats: int,
+    min_repeats: int,
+    rel_se: float,
+    budget_s: float,
+) -> dict:
+    """The same loop with ``time.perf_counter`` (for tests on CPU; see :func:`time_kernel`)."""
+    sync = torch.cuda.synchronize if str(device).startswith("cuda") else (lambda: None)
+    for _ in range(warmup):
+        fn(data)
+    sync()
+    times: list[float] = []
+    start_wall = time.perf_counter()
+    while not should_stop(
+        times,
+        time.perf_counter() - start_wall,
+        max_repeats=max_repeats,
+        min_repeats=min_repeats,
+        rel_se=rel_se,
+        budget_s=budget_s,
+    ):
+        t0 = time.perf_counter()
+        out = fn(data)
+        sync()
+        times.append((time.perf_counter() - t0) * 1e6)
+        del out
+    return {**summarise(times), "times_us": times}

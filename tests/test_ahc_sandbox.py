@@ -1,0 +1,142 @@
+"""The native sandbox with hostile C++ programs: endless loops, 4 GiB, fork, 1 GB of output.
+
+Every test runs on both backends (bubblewrap when it works here, and the launcher alone).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+import pytest
+
+from discoverygym.rewards.native_sandbox import (
+    NativeLimits,
+    compile_cpp,
+    native_bwrap_available,
+    run_executable,
+)
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+
+BACKENDS = [pytest.param(True, id="bwrap", marks=pytest.mark.skipif(not native_bwrap_available(),
+                                                                    reason="bubblewrap does not work here")),
+            pytest.param(False, id="fallback")]
+
+PROGRAMS = {
+    "echo": '#include <cstdio>\nint main(){long long x; if(scanf("%lld",&x)!=1) return 3; printf("%lld\\n", 2*x);}',
+    "loop": "int main(){ volatile unsigned long x = 0; for(;;) x++; }",
+    "sleep": "#include <unistd.h>\nint main(){ for(;;) pause(); }",
+    "memory": '#include <cstdlib>\n#include <cstring>\n#include <cstdio>\nint main(){ size_t n = 4ull << 30;'
+              ' char *p = (char*)malloc(n); if(!p){ fputs("malloc failed\\n", stderr); return 4; }'
+              ' memset(p, 1, n); printf("%d", p[n-1]); }',
+    "vector": "#include <vector>\nint main(){ std::vector<char> v(4ull << 30, 1); return v[5] - 1; }",
+    "fork": '#include <unistd.h>\n#include <cstdio>\nint main(){ pid_t p = fork(); if(p < 0){ perror("fork"); return 7; }'
+            ' if(p == 0){ for(;;); } return 0; }',
+    "print": '#include <cstdio>\nint main(){ static char b[1 << 20]; for(int i = 0; i < (1 << 20); i++) b[i] = 65;'
+             ' for(int i = 0; i < 1024; i++) fwrite(b, 1, 1 << 20, stdout); }',
+    "threads": '#include <thread>\n#include <cstdio>\nint main(){ int r = 0; std::thread t([&]{ r = 5; }); t.join();'
+               ' printf("%d", r); }',
+    "spin_threads": "#include <thread>\nint main(){ auto f = []{ volatile long x = 0; for(;;) x++; };"
+                    " std::thread a(f), b(f); a.join(); }",
+    "socket": '#include <sys/socket.h>\nint main(){ return socket(AF_INET, SOCK_STREAM, 0) < 0 ? 9 : 0; }',
+}
+
+
+@pytest.fixture(scope="module")
+def binaries():
+    root = tempfile.mkdtemp(prefix="test-native-")
+    built = {}
+    for name, src in PROGRAMS.items():
+        folder = os.path.join(root, name)
+        os.mkdir(folder)
+        result = compile_cpp(src, folder)
+        assert result.ok, (name, result.log)
+        built[name] = result.binary
+    with open(os.path.join(root, "input.txt"), "w") as fh:
+        fh.write("21\n")
+    yield root, built
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _run(binaries, name, use_bwrap, **limits):
+    root, built = binaries
+    work = tempfile.mkdtemp(dir=root)
+    result = run_executable(built[name], stdin_path=os.path.join(root, "input.txt"), workdir=work,
+                            limits=NativeLimits(use_bwrap=use_bwrap, **limits))
+    with open(result.stdout_path, "rb") as fh:
+        out = fh.read(100)
+    return result, out, os.path.getsize(result.stdout_path)
+
+
+@pytest.mark.parametrize("use_bwrap", BACKENDS)
+def test_normal_program_runs(binaries, use_bwrap):
+    result, out, _ = _run(binaries, "echo", use_bwrap)
+    assert result.ok and out == b"42\n" and result.backend == ("bwrap" if use_bwrap else "fallback")
+    result, out, _ = _run(binaries, "threads", use_bwrap)
+    assert result.ok and out == b"5"
+
+
+@pytest.mark.parametrize("use_bwrap", BACKENDS)
+@pytest.mark.parametrize("name", ["loop", "sleep", "spin_threads"])
+def test_endless_programs_are_killed(binaries, use_bwrap, name):
+    result, _, _ = _run(binaries, name, use_bwrap, time_limit_s=0.5, kill_after_s=0.3)
+    assert result.status == "time_limit", result
+    assert "time limit" in result.message
+
+
+@pytest.mark.parametrize("use_bwrap", BACKENDS)
+@pytest.mark.parametrize("name", ["memory", "vector"])
+def test_allocating_4_gib_fails(binaries, use_bwrap, name):
+    result, out, _ = _run(binaries, name, use_bwrap)
+    assert not result.ok and out == b""
+    assert result.status in ("memory_limit", "runtime_error")
+    assert result.max_rss_mb < 1024
+
+
+@pytest.mark.parametrize("use_bwrap", BACKENDS)
+def test_fork_is_refused(binaries, use_bwrap):
+    result, _, _ = _run(binaries, "fork", use_bwrap)
+    assert result.status == "runtime_error" and result.exit_code == 7
+    assert "Operation not permitted" in result.stderr
+
+
+@pytest.mark.parametrize("use_bwrap", BACKENDS)
+def test_printing_1_gb_is_cut(binaries, use_bwrap):
+    result, out, size = _run(binaries, "print", use_bwrap, output_bytes=8 << 20)
+    assert result.status == "output_limit" and size <= 8 << 20 and out.startswith(b"AAAA")
+
+
+@pytest.mark.parametrize("use_bwrap", BACKENDS)
+def test_no_network(binaries, use_bwrap):
+    result, _, _ = _run(binaries, "socket", use_bwrap)
+    assert result.exit_code == 9
+
+
+def test_compiler_cannot_read_private_files(tmp_path):
+    if not native_bwrap_available():
+        pytest.skip("bubblewrap does not work here")
+    secret = tmp_path / "secret.h"
+    secret.write_text("int leaked = 1;\n")
+    work = tmp_path / "build"
+    work.mkdir()
+    result = compile_cpp(f'#include "{secret}"\nint main(){{ return leaked; }}', str(work))
+    assert not result.ok and "No such file" in result.log
+
+
+def test_compile_errors_and_compile_timeout(tmp_path):
+    (tmp_path / "a").mkdir()
+    bad = compile_cpp("int main() { return undefined_name; }", str(tmp_path / "a"))
+    assert not bad.ok and "undefined_name" in bad.log and bad.binary is None
+    (tmp_path / "c").mkdir()
+    good = compile_cpp("int main() { return 0; }", str(tmp_path / "c"), use_bwrap=False)
+    assert good.ok and good.backend == "fallback" and os.path.isfile(good.binary)
+    (tmp_path / "b").mkdir()
+    slow = ("template<int N> struct F { static constexpr long v = F<N-1>::v + F<N-2>::v % 7; };"
+            "template<> struct F<0> { static constexpr long v = 1; }; template<> struct F<1> { static constexpr long v = 1; };"
+            "constexpr long g(long n){ long s = 0; for(long i = 0; i < n; i++) s += i % 3; return s; }"
+            "constexpr long x = g(2000000000L); int main(){ return x & 1; }")
+    result = compile_cpp(slow, str(tmp_path / "b"), timeout_s=1.0,
+                         flags=("-std=gnu++20", "-fconstexpr-ops-limit=4000000000", "-fconstexpr-loop-limit=2147483647"))
+    assert not result.ok and "exceeded" in result.log

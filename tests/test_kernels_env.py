@@ -1,0 +1,199 @@
+"""GPU-kernel envs end to end on CPU: candidates run in their own processes (Triton interpreter).
+
+Every bad kernel must give the failure reward with a message naming what is wrong; a correct one
+passes the correctness stage and then stops at timing with a clear "needs a GPU" error.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+
+import discoverygym  # noqa: F401 - registers the env ids
+from discoverygym.envs.kernels import _EXAMPLES, make_mla_decode, make_trimul
+from discoverygym.errors import BackendUnavailable
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+BASELINE = (_EXAMPLES / "trimul_pytorch.py").read_text()
+
+
+def cpu_env(env_id: str = "TriMul-H100-v0", **kw) -> gym.Env:
+    env = gym.make(env_id, device="cpu", **kw)
+    env.reset(seed=0)
+    return env
+
+
+def with_body(body: str, signature: str = "def custom_kernel(data):") -> str:
+    """The baseline renamed to `_baseline`, plus a custom_kernel built on it."""
+    return BASELINE.replace("def custom_kernel(data):", "def _baseline(data):") + f"\n\n{signature}\n{body}"
+
+
+def test_triton_kernel_passes_on_the_interpreter():
+    task = make_trimul("H100", device="cpu")
+    metrics = task.check((_EXAMPLES / "trimul_triton.py").read_text())
+    assert metrics["device"] == "cpu" and metrics["platform"] == "cpu"
+    assert metrics["n_correctness_cases"] == len(task.test_cases()) + 1  # + the fresh re-check
+    assert all(c["max_abs_err"] < 1e-3 for c in metrics["correctness"])
+
+
+def test_correct_kernel_reaches_timing_and_names_the_missing_gpu():
+    env = cpu_env(n_cases=2)
+    with pytest.raises(BackendUnavailable, match="needs a CUDA or ROCm GPU"):
+        env.step(BASELINE)
+
+
+@pytest.mark.parametrize(
+    "name, body, words",
+    [
+        ("wrong", "    return _baseline(data) * 1.1 + 0.05", "reference is"),
+        (
+            "nan",
+            "    out = _baseline(data)\n    out[0, 1, 2, 3] = float('nan')\n    return out",
+            "same positions",
+        ),
+        ("shape", "    return _baseline(data)[:, :-1]", "has shape"),
+        ("crash", "    return _baseline(data[:2])", "custom_kernel raised ValueError"),
+    ],
+    ids=["wrong", "nan", "shape", "crash"],
+)
+def test_bad_kernels_fail_with_clear_messages(name, body, words):
+    env = cpu_env(n_cases=2)
+    _, reward, _, _, info = env.step(with_body(body))
+    assert reward == 0.0 and not info["valid"], name
+    assert info["error"].startswith("correctness: case n16 b1 c32") and words in info["error"], info["error"]
+
+
+def test_output_caching_kernel_fails():
+    # a cache hidden in a mutable default argument passes the static checks but not the fresh inputs
+    source = with_body(
+        "    key = tuple(data[0].shape)\n    if key not in memo:\n        memo[key] = _baseline(data)\n"
+        "    return memo[key]",
+        signature="def custom_kernel(data, memo={}):",
+    )
+    _, reward, _, _, info = cpu_env(n_cases=2).step(source)
+    assert (
+        reward == 0.0 and "n16 b1 c32 normal mask s1092" in info["error"] and "reference is" in info["error"]
+    )
+
+
+def test_reference_calling_kernel_fails_before_running():
+    source = "from discoverygym.rewards.kernels.trimul import reference\n\ndef custom_kernel(data):\n    return reference(data)\n"
+    _, reward, _, _, info = cpu_env().step(source)
+    assert (
+        reward == 0.0 and info["error"].startswith("static check failed") and "discoverygym" in info["error"]
+    )
+    assert info["metrics"]["static_violations"]
+
+
+def test_timeout_kills_the_candidate():
+    env = cpu_env(n_cases=1, check_timeout_s=5.0)
+    _, reward, _, _, info = env.step("def custom_kernel(data):\n    while True:\n        pass\n")
+    assert reward == 0.0 and "timed out after 5 s" in info["error"]
+
+
+def test_runner_detects_patched_harness_functions(tmp_path):
+    # bypass the static checks to exercise the runner's own identity check
+    from discoverygym.rewards.kernels.runner import run_stage
+
+    source = BASELINE.replace(
+        "import torch\n", "import torch\n_mm = torch.matmul\ntorch.matmul = lambda a, b: _mm(a, b)\n", 1
+    )
+    job = {
+        "stage": "check",
+        "problem": "trimul",
+        "device": "cpu",
+        "seed": 0,
+        "cases": [specs_case.to_dict() for specs_case in make_trimul(device="cpu", n_cases=1).test_cases()],
+    }
+    result = run_stage(source, job, str(tmp_path), timeout_s=60)
+    assert not result["ok"] and "replaced harness functions: torch.matmul" in result["error"]
+
+
+def test_mla_baseline_passes_and_a_kernel_ignoring_the_cache_fails():
+    task = make_mla_decode("H200", device="cpu", n_cases=2)
+    assert task.check(task.initial_program())["n_correctness_cases"] == 3
+    # right output, but the new latent row is written into a copy and the untouched cache returned
+    broken = task.initial_program().replace(
+        "    cache[:, seq] = x2 @", "    cache = cache.clone()\n    cache[:, seq] = x2 @"
+    )
+    broken = broken.replace(
+        'return y @ cfg["wo_weight"].t(), cache', 'return y @ cfg["wo_weight"].t(), data[2]'
+    )
+    assert broken.count("data[2]") == 1
+    env = gym.make("MLADecode-H200-v0", device="cpu", n_cases=2)
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(broken)
+    assert reward == 0.0 and "kv_cache" in info["error"], info["error"]
+
+
+def _time_job(n_repeats: int = 5) -> dict:
+    cases = make_trimul(device="cpu").timed_cases()
+    timing = {"clock": "wall", "max_repeats": n_repeats, "budget_s": 5.0, "warmup": 1}
+    return {
+        "stage": "time",
+        "problem": "trimul",
+        "device": "cpu",
+        "seed": 3,
+        "timing": timing,
+        "cases": [c.to_dict() for c in cases],
+    }
+
+
+def test_timing_stage_flow_on_cpu_with_a_wall_clock(tmp_path):
+    # the GPU stage's control flow (check, time, fresh re-check) with perf_counter instead of CUDA events
+    from discoverygym.rewards.kernels.runner import fresh_seed, run_stage
+
+    result = run_stage(BASELINE, _time_job(), str(tmp_path), timeout_s=60)
+    assert result["ok"], result["error"]
+    cases = make_trimul(device="cpu").timed_cases()
+    assert [c["case"] for c in result["cases"]] == [c.name for c in cases]
+    for got, case in zip(result["cases"], cases):
+        assert got["mean_us"] > 0 and 1 <= got["n"] <= 5 and got["stderr_us"] >= 0
+        assert got["fresh_seed"] == fresh_seed(case.seed, 3) != case.seed
+
+
+def test_timing_stage_catches_outputs_cached_across_calls(tmp_path):
+    from discoverygym.rewards.kernels.runner import run_stage
+
+    source = with_body(
+        "    key = tuple(data[0].shape)\n    if key not in memo:\n        memo[key] = _baseline(data)\n"
+        "    return memo[key]",
+        signature="def custom_kernel(data, memo={}):",
+    )
+    result = run_stage(source, _time_job(), str(tmp_path), timeout_s=60)
+    assert not result["ok"] and "fresh inputs after timing" in result["error"], result["error"]
+
+
+def test_triton_example_compiles_for_hopper_within_shared_memory(tmp_path, monkeypatch):
+    # ahead-of-time compilation with Triton's bundled ptxas: no GPU needed; 64 KiB is the smallest
+    # shared-memory budget among the target GPUs (MI300X LDS), H100/H200 allow 227 KiB
+    import importlib.util
+
+    import triton
+
+    try:
+        from triton.backends.compiler import GPUTarget
+        from triton.compiler import ASTSource
+    except ImportError:
+        pytest.skip("this Triton has no ahead-of-time compile API")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    spec = importlib.util.spec_from_file_location("trimul_triton", _EXAMPLES / "trimul_triton.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sig = {
+        name: "*fp32"
+        for name in ["X", "MASK", "LNW", "LNB", "WL", "WR", "WLG", "WRG", "WOG", "LEFT", "RIGHT", "OGATE"]
+    }
+    sig.update(
+        M="i32", C="i32", NN="i32", eps="fp32", H="constexpr", BLOCK_M="constexpr", BLOCK_K="constexpr"
+    )
+    source = ASTSource(fn=module._project, signature=sig, constexprs={"H": 128, "BLOCK_M": 32, "BLOCK_K": 32})
+    try:
+        kernel = triton.compile(
+            source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8, "num_stages": 1}
+        )
+    except (RuntimeError, FileNotFoundError) as exc:  # no ptxas for this platform
+        pytest.skip(f"cannot compile for sm_90 here: {exc}")
+    assert "cubin" in kernel.asm and 0 < kernel.metadata.shared <= 64 * 1024
