@@ -347,26 +347,12 @@ class LLMTrainer:
 
     def run(self) -> Any:
         """Train until ``config.steps`` (or ``budget_s``); returns a :class:`~.trainer.TrainResult`."""
-        from discoverygym.agents.trainer import TrainResult
+        from discoverygym.agents.trainer import TrainResult, run_steps
 
-        cfg, t0, last = self.config, time.perf_counter(), 0.0
+        t0 = time.perf_counter()
         try:
-            while self.step_index < cfg.steps:
-                if cfg.budget_s is not None and time.perf_counter() - t0 + last > cfg.budget_s:
-                    break
-                metrics = self.train_step()
-                last = metrics["perf/step_time_s"]
-                self.history.append(metrics)
-                self._log(metrics)
-                if self.callback is not None:
-                    self.callback(metrics)
-                if self.run_dir is not None and (self.step_index % cfg.checkpoint_every == 0
-                                                 or self.step_index == cfg.steps):
-                    self._save_checkpoint()
+            run_steps(self)
         finally:
-            if self._writer is not None:
-                self._writer.close()
-                self._writer = None
             if self._tmp is not None:
                 shutil.rmtree(self._tmp, ignore_errors=True)
                 self._tmp = None

@@ -295,25 +295,8 @@ class Trainer:
 
     def run(self) -> TrainResult:
         """Train until ``config.steps`` (or the wall budget), logging and checkpointing each step."""
-        cfg, t0 = self.config, time.perf_counter()
-        last = 0.0
-        try:
-            while self.step_index < cfg.steps:
-                if cfg.budget_s is not None and time.perf_counter() - t0 + last > cfg.budget_s:
-                    break
-                metrics = self.train_step()
-                last = metrics["perf/step_time_s"]
-                self.history.append(metrics)
-                self._log(metrics)
-                if self.callback is not None:
-                    self.callback(metrics)
-                if self.run_dir is not None and (self.step_index % cfg.checkpoint_every == 0
-                                                 or self.step_index == cfg.steps):
-                    self._save_checkpoint()
-        finally:
-            if self._writer is not None:
-                self._writer.close()
-                self._writer = None
+        t0 = time.perf_counter()
+        run_steps(self)
         if self.run_dir is not None:
             self.reuse.close_batch()
             self.reuse.archive.save(self.run_dir / "archive.json")
@@ -393,6 +376,34 @@ class Trainer:
         self.history = state["history"]
         metrics = self.run_dir / "metrics.jsonl"  # drop lines logged after the checkpoint
         metrics.write_text("".join(json.dumps(m) + "\n" for m in self.history))
+
+
+def run_steps(trainer: Any) -> None:
+    """The step loop shared by :class:`Trainer` and the LLM trainer.
+
+    Runs ``trainer.train_step()`` until ``config.steps`` steps are done or the next step would
+    exceed ``config.budget_s`` (seconds, judged by the last step's time); logs each step's metrics,
+    calls ``trainer.callback``, checkpoints every ``config.checkpoint_every`` steps and at the end,
+    and always closes the TensorBoard writer.
+    """
+    cfg, t0, last = trainer.config, time.perf_counter(), 0.0
+    try:
+        while trainer.step_index < cfg.steps:
+            if cfg.budget_s is not None and time.perf_counter() - t0 + last > cfg.budget_s:
+                break
+            metrics = trainer.train_step()
+            last = metrics["perf/step_time_s"]
+            trainer.history.append(metrics)
+            trainer._log(metrics)
+            if trainer.callback is not None:
+                trainer.callback(metrics)
+            if trainer.run_dir is not None and (trainer.step_index % cfg.checkpoint_every == 0
+                                                or trainer.step_index == cfg.steps):
+                trainer._save_checkpoint()
+    finally:
+        if trainer._writer is not None:
+            trainer._writer.close()
+            trainer._writer = None
 
 
 class TTTDiscover(Trainer):

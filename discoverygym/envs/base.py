@@ -18,25 +18,23 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from discoverygym.envs.core import CandidateEnv
 from discoverygym.envs.problem import Problem
 from discoverygym.envs.spaces import UnicodeText
 from discoverygym.errors import InvalidSolution
 from discoverygym.rewards.sandbox import SandboxLimits, run_program
 from discoverygym.types import State, to_jsonable
 
-#: metadata keys that are measurements (vary run to run), kept out of ``info["metrics"]``.
-_MEASUREMENTS = ("stdout", "stderr", "elapsed_s", "sandbox_s")
 #: longest prompt / program accepted by the text spaces (characters).
 MAX_TEXT = 1_000_000
 
 
-class DiscoveryEnv(gym.Env):
+class DiscoveryEnv(CandidateEnv):
     """Gymnasium environment over candidate solutions of one discovery problem.
 
     Args:
@@ -65,8 +63,6 @@ class DiscoveryEnv(gym.Env):
         ValueError: unknown problem name or action mode, horizon < 1.
     """
 
-    metadata: ClassVar[dict] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 1}
-
     def __init__(
         self,
         problem: Problem | str,
@@ -82,17 +78,10 @@ class DiscoveryEnv(gym.Env):
             problem = get_problem(problem)
         if action_mode not in ("construction", "code"):
             raise ValueError(f"action_mode must be 'construction' or 'code', got {action_mode!r}")
-        if horizon < 1:
-            raise ValueError(f"horizon must be >= 1, got {horizon}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
-        self.problem = problem
+        self._init_common(problem, horizon, render_mode)
         self.action_mode = action_mode
-        self.horizon = horizon
-        self.render_mode = render_mode
         self.sandbox = sandbox or SandboxLimits(timeout_s=60.0, memory_mb=4096)
         self.program_budget_s = program_budget_s or 0.8 * self.sandbox.timeout_s
-        self.failure_reward = problem.failure_reward
         self._construction_space = self._make_construction_space()
         self.observation_space = spaces.Dict(
             {
@@ -104,8 +93,6 @@ class DiscoveryEnv(gym.Env):
         self.action_space = (
             UnicodeText(MAX_TEXT, min_length=0) if action_mode == "code" else self._construction_space
         )
-        self.state: State | None = None
-        self._steps = 0
 
     # ----------------------------------------------------------------- spaces
     def _make_construction_space(self) -> spaces.Sequence:
@@ -225,8 +212,7 @@ class DiscoveryEnv(gym.Env):
         parent = self.state
         common = {"parent_ids": (parent.id,), "metadata": {"step": self._steps}, "id": self._new_id()}
         if self.action_mode == "code":
-            seed = int(self.np_random.integers(2**31 - 1))
-            child = self.evaluate_program(action, parent=parent, seed=seed, **common)
+            child = self.evaluate_program(action, parent=parent, seed=self._new_seed(), **common)
         else:
             child = self.evaluate_construction(action, **common)
         self._steps += 1
@@ -245,10 +231,6 @@ class DiscoveryEnv(gym.Env):
         return np.ascontiguousarray(image, dtype=np.uint8)
 
     # ----------------------------------------------------------------- helpers
-    def _new_id(self) -> str:
-        """A state id drawn from ``self.np_random`` (so seeded episodes repeat exactly)."""
-        return f"{int(self.np_random.integers(2**63)):016x}"
-
     def summary(self, state: State) -> str:
         """One-paragraph text description of a state (used by the ``ansi`` render mode)."""
         shape = np.shape(state.solution) if state.solution is not None else ()
@@ -272,16 +254,6 @@ class DiscoveryEnv(gym.Env):
             "construction": np.array(self.state.solution, dtype=np.float64),
         }
 
-    def _info(self, state: State) -> dict:
-        return {
-            "score": state.score,
-            "valid": state.valid,
-            "error": state.error,
-            "state": state,
-            "metrics": {k: v for k, v in state.metadata.items() if k not in _MEASUREMENTS},
-            "sota": dict(self.problem.sota),
-            "failure_reward": self.failure_reward,
-        }
 
 
 def _canonical(construction: Any) -> list:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from discoverygym.envs.core import problem_header, reward_of
 from discoverygym.rewards.common import Score
 
 PROGRAM_CONTRACT = """\
@@ -72,19 +73,10 @@ class Problem:
         Raises:
             ValueError: a minimised score that is not positive (no valid construction has one).
         """
-        if self.direction == "max":
-            return float(score)
-        if not score > 0:
-            raise ValueError(f"minimised score must be positive, got {score!r}")
-        return self.reward_scale / float(score)
+        return reward_of(self.direction, self.reward_scale, score)
 
     def prompt(self) -> str:
         """The problem statement followed by the program contract (``action_mode="code"``)."""
         parent_desc = "1-D array" if self.row_len is None else f"2-D array with rows of {self.row_len}"
         contract = PROGRAM_CONTRACT.format(entry=self.entry, parent_desc=parent_desc, returns=self.returns)
-        better = "lower" if self.direction == "min" else "higher"
-        record = f"{self.sota['value']} ({self.sota['source']})"
-        return (
-            f"# {self.title}\n\n{self.description}\n\nScore: {self.quantity}; {better} is better. "
-            f"Best published: {record}.\n\n{contract}\n"
-        )
+        return f"{problem_header(self)}\n\n{contract}\n"

@@ -23,21 +23,19 @@ import time
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Literal
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from discoverygym.envs.core import CandidateEnv, problem_header, reward_of
 from discoverygym.envs.spaces import UnicodeText
 from discoverygym.errors import InvalidSolution
 from discoverygym.rewards.common import Score
 from discoverygym.types import State
 
-__all__ = ["ProgramEnv", "ProgramTask", "MAX_PROGRAM"]
+__all__ = ["MAX_PROGRAM", "ProgramEnv", "ProgramTask"]
 
 #: longest prompt / program accepted by the text spaces (characters).
 MAX_PROGRAM = 1_000_000
-#: metadata keys that are measurements (vary run to run), kept out of ``info["metrics"]``.
-_MEASUREMENTS = ("stdout", "stderr", "elapsed_s", "sandbox_s")
 
 
 class ProgramTask(ABC):
@@ -115,20 +113,11 @@ class ProgramTask(ABC):
         Raises:
             ValueError: a minimised score that is not positive.
         """
-        if self.direction == "max":
-            return float(score)
-        if not score > 0:
-            raise ValueError(f"minimised score must be positive, got {score!r}")
-        return self.reward_scale / float(score)
+        return reward_of(self.direction, self.reward_scale, score)
 
     def prompt(self) -> str:
         """The problem statement followed by the program contract (what an LLM policy reads)."""
-        better = "lower" if self.direction == "min" else "higher"
-        record = f"{self.sota['value']} ({self.sota['source']})"
-        return (
-            f"# {self.title}\n\n{self.description}\n\nScore: {self.quantity}; {better} is better. "
-            f"Best published: {record}.\n\n{self.contract}\n"
-        )
+        return f"{problem_header(self)}\n\n{self.contract}\n"
 
     def render(self, state: State, size: int) -> np.ndarray:
         """uint8 ``(size, size, 3)`` picture of a state (default: bars of ``metrics["case_scores"]``).
@@ -145,7 +134,7 @@ class ProgramTask(ABC):
         return []
 
 
-class ProgramEnv(gym.Env):
+class ProgramEnv(CandidateEnv):
     """Gymnasium environment whose actions are programs judged by a :class:`ProgramTask`.
 
     Args:
@@ -172,7 +161,6 @@ class ProgramEnv(gym.Env):
         ValueError: unknown task name, ``action_mode != "code"``, horizon < 1, bad render mode.
     """
 
-    metadata: ClassVar[dict] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 1}
     action_mode = "code"
 
     def __init__(
@@ -191,15 +179,8 @@ class ProgramEnv(gym.Env):
             raise ValueError(f"task options {sorted(task_kwargs)} need a task name, not a built task")
         if action_mode != "code":
             raise ValueError(f"{task.title} candidates are programs: action_mode must be 'code', got {action_mode!r}")
-        if horizon < 1:
-            raise ValueError(f"horizon must be >= 1, got {horizon}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self._init_common(task, horizon, render_mode)  # ``problem``: the name search and agents use
         self.task = task
-        self.problem = task  # the name search and agents use for both kinds of problem
-        self.horizon = horizon
-        self.render_mode = render_mode
-        self.failure_reward = task.failure_reward
         self.observation_space = spaces.Dict(
             {
                 "prompt": UnicodeText(MAX_PROGRAM, min_length=0),
@@ -207,8 +188,6 @@ class ProgramEnv(gym.Env):
             }
         )
         self.action_space = UnicodeText(MAX_PROGRAM, min_length=0)
-        self.state: State | None = None
-        self._steps = 0
 
     # ----------------------------------------------------------------- evaluation
     def evaluate_program(self, source: Any, parent: State | None = None, seed: int = 0, **state_fields: Any) -> State:
@@ -321,13 +300,6 @@ class ProgramEnv(gym.Env):
         return (f"{head}\nscore {state.score:.12g} (reward {state.reward:.6g}); published best "
                 f"{self.task.sota['value']} ({self.task.sota['source']})\n{rows}")
 
-    def _new_id(self) -> str:
-        """A state id drawn from ``self.np_random`` (seeded episodes repeat exactly)."""
-        return f"{int(self.np_random.integers(2**63)):016x}"
-
-    def _new_seed(self) -> int:
-        return int(self.np_random.integers(2**31 - 1))
-
     def _observation(self) -> dict:
         assert self.state is not None
         score = self.state.score
@@ -337,14 +309,3 @@ class ProgramEnv(gym.Env):
         worst = np.inf if self.task.direction == "min" else -np.inf
         value = worst if score is None else score
         return {"prompt": prompt, "score": np.array([value], dtype=np.float64)}
-
-    def _info(self, state: State) -> dict:
-        return {
-            "score": state.score,
-            "valid": state.valid,
-            "error": state.error,
-            "state": state,
-            "metrics": {k: v for k, v in state.metadata.items() if k not in _MEASUREMENTS},
-            "sota": {k: None if isinstance(v, float) and v != v else v for k, v in self.task.sota.items()},
-            "failure_reward": self.failure_reward,
-        }

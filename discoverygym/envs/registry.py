@@ -13,8 +13,8 @@ Two kinds of problem share the registry:
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym

@@ -626,10 +626,12 @@ def _make_audit_hook(root: str, network: bool, subprocess_ok: bool, seccomp_acti
             if part in _secrets:
                 _deny(f"reading process memory and memory maps is disabled ({path})")
 
+    hidden_real = tuple(os.path.realpath(h) for h in hidden)
+
     def check_open(args, _type=type, _str=str, _int=int, _stat=stat, _isdir=S_ISDIR,
                    _o_write=_O_WRITE, _o_dir=_O_DIR, _resolve=resolve, _inside=inside,
                    _check_write=check_write, _check_proc=check_proc, _deny=deny,
-                   _hidden=tuple(os.path.realpath(h) for h in hidden)):
+                   _hidden=hidden_real):
         path, mode, flags = args[0], args[1], args[2]
         flags = flags if _type(flags) is _int else _o_write
         from_os_open = mode is None
