@@ -105,7 +105,10 @@ def evaluate(env_id: str, path: Path, timeout_s: float | None, seed: int = 0, **
             env = make_env(env_id, **options)
         except (TypeError, ValueError) as exc:
             raise UsageError(f"{env_id}: {exc}") from None
-        return env.evaluate_program(_read_text(path), seed=seed)
+        try:
+            return env.evaluate_program(_read_text(path), seed=seed)
+        except (ValueError, OSError) as exc:  # bad case files, a data set missing offline...
+            raise UsageError(f"{env_id}: {exc}") from None
     if env_id not in ENVS:
         raise UsageError(f"unknown env {env_id!r}; run `discoverygym list`")
     if options:
@@ -242,7 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
         "Python program defining construct(seed, budget_s, parent), run in the sandbox; for program "
         "problems (TriMul/MLADecode kernels, AHC039/AHC058 C++, ScRNADenoising) the program in the "
         "task's language, judged by its protocol. The score is always recomputed by the verifier. "
-        "Exit code 0 whenever it evaluated (valid or not).",
+        "Exit codes: 0 whenever it evaluated (valid or not); 2 for usage errors (unknown env or "
+        "option, unreadable file or case files, a data set missing offline); 3 when a backend is "
+        "missing here (no GPU to time a kernel that passed its correctness checks).",
     )
     p_eval.add_argument("env_id", nargs="?", default=DEFAULT_ENV, help=f"environment id (default {DEFAULT_ENV})")
     p_eval.add_argument("file", nargs="?", help="construction .json or program .py (default: the bundled example)")
@@ -280,6 +285,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"discoverygym: error: {exc}", file=sys.stderr)
         return 2
     except BackendUnavailable as exc:
+        if args.command == "evaluate" and args.json:  # keep the promise of one JSON object
+            print(json.dumps({"env_id": args.env_id, "valid": None, "score": None,
+                              "error": f"unavailable here: {exc}", "unavailable": True}))
         print(f"discoverygym: unavailable here: {exc}", file=sys.stderr)
         return 3
 

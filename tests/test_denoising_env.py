@@ -136,6 +136,9 @@ def test_initial_state_and_example_program_in_the_sandbox(small):
     assert info["metrics"]["gate"] == "pass"
     picture = env.render()
     assert picture.shape == (256, 256, 3) and picture.dtype == np.uint8 and (picture != 255).any()
+    # held-out values never enter info (only the candidate's own values and indices do)
+    assert "test" not in info["metrics"]["render"]
+    assert set(info["metrics"]["render"]) == {"genes", "gene_index", "cells", "denoised"}
     with open(EXAMPLE) as fh:
         _, reward, _, _, info = env.step(fh.read())
     assert info["valid"], info["error"]

@@ -234,3 +234,15 @@ def test_cli_kernel_on_cpu_checks_correctness_then_exits_3(capsys):
     code = main(["evaluate", "TriMul-H100-v0", "--device", "cpu"])
     err = capsys.readouterr().err
     assert code == 3 and "GPU" in err
+
+
+def test_cli_unavailable_backend_keeps_json_promise(capsys):
+    pytest.importorskip("torch")
+    assert main(["evaluate", "TriMul-H100-v0", "--device", "cpu", "--json"]) == 3
+    out = json.loads(capsys.readouterr().out)
+    assert out["unavailable"] is True and out["valid"] is None and "GPU" in out["error"]
+
+
+def test_unknown_task_option_names_the_known_ones():
+    with pytest.raises(TypeError, match="takes no option 'colour'.*limit"):
+        make_task("Toy-v0", colour="red")

@@ -13,6 +13,7 @@ Two kinds of problem share the registry:
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,6 +86,15 @@ def make_task(env_id: str, **options: Any) -> Any:
     if isinstance(factory, str):
         module, attr = factory.split(":")
         factory = getattr(importlib.import_module(module), attr)
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        params = {}
+    if params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        unknown = sorted(set(options) - set(params))
+        if unknown:
+            known = ", ".join(k for k in params if k not in spec.kwargs)
+            raise TypeError(f"{env_id} takes no option {', '.join(map(repr, unknown))} (its options: {known})")
     return factory(**{**spec.kwargs, **options})
 
 

@@ -187,7 +187,7 @@ class DenoisingTask(ProgramTask):
         """
         from discoverygym.envs.denoising.data import source_paths
 
-        return source_paths(self.dataset, self._split_args[5])
+        return source_paths(self.dataset, self._split_args[5], self._split_args[6])
 
     def limits(self, shape: tuple[int, int]) -> Any:
         """:class:`SandboxLimits` of one run: the task's time/memory/CPUs, results sized for ``shape``."""
@@ -273,21 +273,27 @@ class DenoisingTask(ProgramTask):
 
     @staticmethod
     def _render_points(data: SplitData, denoised: np.ndarray) -> dict:
-        """log-normalised (test, denoised) values of the most-expressed genes for the picture."""
+        """log-normalised denoised values of the most-expressed held-out genes, for the picture."""
         totals = data.test.sum(axis=0)
         genes = np.argsort(-totals, kind="stable")[:_RENDER_GENES]
         cells = np.linspace(0, data.test.shape[0] - 1, min(_RENDER_CELLS, data.test.shape[0])).astype(int)
-        lt, ld = verifier.log_normalize(data.test[cells]), verifier.log_normalize(denoised[cells])
-        return {"genes": [data.gene_names[g] for g in genes],
-                "test": [np.round(lt[:, g], 4).tolist() for g in genes],
-                "denoised": [np.round(ld[:, g], 4).tolist() for g in genes]}
+        ld = verifier.log_normalize(denoised[cells])
+        # only the candidate's own values: held-out values are looked up at render time, so they
+        # never enter ``info``, saved runs or prompts
+        return {"genes": [data.gene_names[g] for g in genes], "gene_index": genes.tolist(),
+                "cells": cells.tolist(), "denoised": [np.round(ld[:, g], 4).tolist() for g in genes]}
 
     def render(self, state: State, size: int) -> np.ndarray:
         """Scatter panels (one per gene): held-out vs denoised log-normalised expression per cell."""
         from discoverygym.envs.denoising.render import scatter_panels
 
         points = state.metadata.get("render") if state.valid else None
-        return scatter_panels(points or {}, size)
+        if not points:
+            return scatter_panels({}, size)
+        data = self.data()
+        test = verifier.log_normalize(data.test[np.asarray(points["cells"], dtype=int)])
+        full = {**points, "test": [np.round(test[:, g], 4).tolist() for g in points["gene_index"]]}
+        return scatter_panels(full, size)
 
 
 def make_denoising(dataset: str = "celltypist-pbmc", seed: int = 0, *, device: str | None = None,

@@ -99,7 +99,8 @@ def load_counts(name: str = "celltypist-pbmc", cache_dir: str | os.PathLike | No
     return adata
 
 
-def source_paths(name: str, cache_dir: str | os.PathLike | None = None) -> list[str]:
+def source_paths(name: str, cache_dir: str | os.PathLike | None = None,
+                 celltypist_wheel: str | os.PathLike | None = None) -> list[str]:
     """Files holding the full counts of a dataset (from which ``test = full - train`` follows).
 
     A candidate program that can read any of these can reconstruct the held-out molecules; a
@@ -107,7 +108,10 @@ def source_paths(name: str, cache_dir: str | os.PathLike | None = None) -> list[
 
     Returns:
         Existing absolute paths: the parsed cache file, the downloaded file, and the packaged
-        source (celltypist sample CSV, scanpy's bundled pbmc68k_reduced file).
+        source (celltypist sample CSV or the celltypist wheel given by ``celltypist_wheel`` /
+        ``$DISCOVERYGYM_CELLTYPIST_WHEEL``, scanpy's bundled pbmc68k_reduced file). Copies
+        elsewhere on disk (a pip cache, another virtual environment) are not known here: only
+        bubblewrap, which shows the program a minimal file system, keeps those out of reach.
     """
     cache = cache_directory(cache_dir)
     paths = [cache / f"{name}.counts.h5ad", cache / f"{name}.h5ad"]
@@ -115,6 +119,9 @@ def source_paths(name: str, cache_dir: str | os.PathLike | None = None) -> list[
         spec = find_spec("celltypist")
         for base in (spec.submodule_search_locations or []) if spec else []:
             paths.append(Path(base).parent / _CELLTYPIST_CSV)
+        for wheel in (celltypist_wheel, os.environ.get("DISCOVERYGYM_CELLTYPIST_WHEEL")):
+            if wheel:  # the wheel holds the same CSV
+                paths.append(Path(wheel))
     elif name == "pbmc68k-reduced":
         spec = find_spec("scanpy")
         for base in (spec.submodule_search_locations or []) if spec else []:
