@@ -111,3 +111,62 @@ def test_generated_cases_follow_seed_option():
     assert [c.text for c in fixed.cases(1)] == [c.text for c in fixed.cases(2)] == [ahc058.generate(0), ahc058.generate(1)]
     vary = ahc_env.make_ahc058(n_cases=2, vary_cases=True)
     assert [c.text for c in vary.cases(1)] == [c.text for c in vary.cases(1)] != [c.text for c in vary.cases(2)]
+
+
+# --------------------------------------------------------------------------- QA F6-F8
+BAD_INPUTS = [("hello", "'hello' is not a non-negative integer"), (b"\xff\xfe", "not UTF-8"),
+              ("3", "truncated"), ("", "empty")]
+
+
+@pytest.mark.parametrize("content, problem", BAD_INPUTS)
+def test_bad_case_files_are_refused_before_compiling(tmp_path, monkeypatch, capsys, content, problem):
+    path = tmp_path / "a.txt"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    from discoverygym.rewards.ahc import judge
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("compiled before the cases were checked")
+
+    monkeypatch.setattr(judge, "compile_cpp", no_compile)
+    task = ahc_env.make_ahc039(cases_dir=str(tmp_path))
+    with pytest.raises(ValueError, match=problem) as err:
+        task.evaluate(FULL_SQUARE, seed=0)
+    assert "a.txt" in str(err.value) and "\n" not in str(err.value)
+    assert cli.main(["evaluate", "AHC039-v0", "--cases", str(tmp_path)]) == 2
+    assert "a.txt" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("options, error", [
+    ({"time_limit_s": float("inf")}, ValueError), ({"time_limit_s": float("nan")}, ValueError),
+    ({"time_limit_s": 0}, ValueError), ({"time_limit_s": "2"}, TypeError),
+    ({"n_cases": 1.5}, TypeError), ({"n_cases": True}, TypeError), ({"workers": 1.7}, TypeError),
+    ({"workers": 0}, ValueError), ({"memory_mb": 2.5}, TypeError), ({"memory_mb": 8}, ValueError),
+])
+def test_factory_validates_option_types_and_ranges(options, error):
+    with pytest.raises(error):
+        ahc_env.make_ahc039(**options)
+    with pytest.raises(error):
+        gym.make("AHC058-v0", **options)
+
+
+def test_judge_refuses_bad_inputs_and_workers_up_front():
+    from discoverygym.rewards.ahc.judge import Case, judge_program
+
+    with pytest.raises(ValueError, match="case x: AHC058 input is truncated"):
+        judge_program("int main(){}", [Case("x", "10 4 500 1\n1 2 3\n")], ahc058)
+    with pytest.raises(TypeError):
+        judge_program("int main(){}", [Case("0", ahc058.generate(0))], ahc058, workers=1.5)
+
+
+@pytest.mark.parametrize("problem", ["AHC039-v0", "AHC058-v0"])
+def test_output_over_the_problem_cap_is_output_too_large(problem):
+    """Megabytes of valid tiny answers: a verdict, not seconds and gigabytes in the parent."""
+    line = "4\\n0 0\\n0 1\\n1 1\\n1 0\\n" if problem == "AHC039-v0" else "-1\\n"
+    src = ('#include <cstdio>\n#include <csignal>\nint main(){ signal(SIGXFSZ, SIG_IGN);'
+           f' for(int i = 0; i < 400000; i++) fputs("{line}", stdout); }}')
+    env = gym.make(problem, n_cases=1)
+    state = env.unwrapped.evaluate_program(src)
+    assert not state.valid and state.reward == 0.0
+    failure = state.metadata["first_failure"]
+    assert failure["verdict"] == "output_limit" and failure["rule"] == "output_size"
+    assert "too large" in failure["message"]

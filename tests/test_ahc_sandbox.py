@@ -1,4 +1,5 @@
-"""The native sandbox with hostile C++ programs: endless loops, 4 GiB, fork, 1 GB of output.
+"""The native sandbox with hostile C++ programs: endless loops, 4 GiB, fork, 1 GB of output,
+writes outside the sandbox, output files swapped for symlinks, a tampered launcher.
 
 Every test runs on both backends (bubblewrap when it works here, and the launcher alone).
 """
@@ -8,15 +9,19 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 
+from discoverygym.errors import BackendUnavailable, SandboxError
+from discoverygym.rewards import native_sandbox
 from discoverygym.rewards.native_sandbox import (
     NativeLimits,
     compile_cpp,
     native_bwrap_available,
     run_executable,
 )
+from discoverygym.rewards.sandbox import NO_LANDLOCK_ENV
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
 
@@ -105,7 +110,8 @@ def test_fork_is_refused(binaries, use_bwrap):
 @pytest.mark.parametrize("use_bwrap", BACKENDS)
 def test_printing_1_gb_is_cut(binaries, use_bwrap):
     result, out, size = _run(binaries, "print", use_bwrap, output_bytes=8 << 20)
-    assert result.status == "output_limit" and size <= 8 << 20 and out.startswith(b"AAAA")
+    assert result.status == "output_limit" and size <= (8 << 20) + 1 and out.startswith(b"AAAA")
+    assert len(result.stdout) <= 8 << 20 and "too large" in result.message
 
 
 @pytest.mark.parametrize("use_bwrap", BACKENDS)
@@ -140,3 +146,141 @@ def test_compile_errors_and_compile_timeout(tmp_path):
     result = compile_cpp(slow, str(tmp_path / "b"), timeout_s=1.0,
                          flags=("-std=gnu++20", "-fconstexpr-ops-limit=4000000000", "-fconstexpr-loop-limit=2147483647"))
     assert not result.ok and "exceeded" in result.log
+
+
+# --------------------------------------------------------------------------- confinement (QA F4, F5)
+ESCAPE = r"""
+#include <cstdio>
+#include <fcntl.h>
+#include <iostream>
+#include <string>
+#include <unistd.h>
+int main() {
+    std::string p;
+    while (std::cin >> p) {
+        int fd = open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
+        if (fd >= 0) { if (write(fd, "x", 1) != 1) return 5; close(fd); }
+        printf("%s %s\n", p.c_str(), fd >= 0 ? "written" : "refused");
+    }
+    printf("uid %d\n", (int)geteuid());
+}
+"""
+SYMLINKS = r"""
+#include <cstdio>
+#include <unistd.h>
+int main() {
+    const char *names[] = {"stdout.txt", "../stdout.txt", "stderr.txt", "../stderr.txt"};
+    for (const char *n : names) { unlink(n); if (symlink("/dev/zero", n) == 0) fprintf(stderr, "linked %s\n", n); }
+    printf("ok\n");
+    fprintf(stderr, "done\n");
+}
+"""
+
+
+def _compile(tmp_path, name, source, use_bwrap):
+    folder = tmp_path / f"build-{name}"
+    folder.mkdir()
+    result = compile_cpp(source, str(folder), use_bwrap=use_bwrap)
+    assert result.ok, result.log
+    return result.binary
+
+
+def _run_on(tmp_path, binary, text, use_bwrap, **limits):
+    (tmp_path / "in.txt").write_text(text)
+    work = tempfile.mkdtemp(dir=tmp_path)
+    return run_executable(binary, stdin_path=str(tmp_path / "in.txt"), workdir=work,
+                          limits=NativeLimits(use_bwrap=use_bwrap, **limits))
+
+
+@pytest.mark.parametrize("use_bwrap", BACKENDS)
+def test_program_cannot_write_outside_its_directory(tmp_path, use_bwrap):
+    """A world-writable directory elsewhere, the launcher binary: refused; its own directory: fine."""
+    binary = _compile(tmp_path, "escape", ESCAPE, use_bwrap)
+    outside = tempfile.mkdtemp(prefix="test-native-outside-")
+    try:
+        os.chmod(outside, 0o777)  # writable by any uid: only Landlock (or bwrap) stops the write
+        launcher, _ = native_sandbox._launcher()
+        before = Path(launcher).read_bytes()
+        targets = [os.path.join(outside, "pwned"), launcher, "local.txt", "/dev/null"]
+        result = _run_on(tmp_path, binary, "\n".join(targets) + "\n", use_bwrap)
+        assert result.ok, result
+        lines = result.stdout.decode().splitlines()
+        assert lines[:4] == [f"{targets[0]} refused", f"{launcher} refused", "local.txt written", "/dev/null written"]
+        assert not os.path.exists(targets[0]) and Path(launcher).read_bytes() == before
+        if not use_bwrap and os.geteuid() == 0:
+            assert lines[4] == f"uid {native_sandbox.SANDBOX_UID}"  # root drops to "nobody"
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+
+
+def test_compiler_cannot_write_outside_its_directory(tmp_path):
+    """Without bubblewrap the compiler is confined too (here: -o to a world-writable directory)."""
+    outside = tempfile.mkdtemp(prefix="test-native-outside-")
+    try:
+        os.chmod(outside, 0o777)
+        (tmp_path / "w").mkdir()
+        flags = ("-std=gnu++20", "-O2", f"-Wl,-Map={outside}/map.txt")
+        result = compile_cpp("int main(){ return 0; }", str(tmp_path / "w"), use_bwrap=False, flags=flags)
+        assert not result.ok and not os.path.exists(os.path.join(outside, "map.txt"))
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+
+
+def test_no_bwrap_and_no_landlock_is_refused_unless_opted_in(tmp_path, monkeypatch):
+    binary = _compile(tmp_path, "echo", PROGRAMS["echo"], False)
+    monkeypatch.setenv(NO_LANDLOCK_ENV, "1")
+    (tmp_path / "c").mkdir()
+    with pytest.raises(BackendUnavailable, match="(?s)bubblewrap.*Landlock.*allow_unconfined"):
+        compile_cpp("int main(){}", str(tmp_path / "c"), use_bwrap=False)
+    assert not (tmp_path / "c" / "Main.cpp").exists()  # refused before anything was written
+    with pytest.raises(BackendUnavailable, match="Landlock"):
+        _run_on(tmp_path, binary, "21\n", False)
+    result = _run_on(tmp_path, binary, "21\n", False, allow_unconfined=True)
+    assert result.ok and result.stdout == b"42\n"
+    if native_bwrap_available():  # bubblewrap alone is enough
+        assert _run_on(tmp_path, binary, "21\n", None).ok
+
+
+@pytest.mark.parametrize("use_bwrap", BACKENDS)
+def test_symlinked_output_files_are_not_followed(tmp_path, use_bwrap):
+    """The program cannot swap its output files for /dev/zero (the parent once read it until MemoryError)."""
+    binary = _compile(tmp_path, "symlinks", SYMLINKS, use_bwrap)
+    result = _run_on(tmp_path, binary, "", use_bwrap)
+    assert result.ok and result.stdout == b"ok\n" and result.stderr.endswith("done\n")
+    assert "linked ../" not in result.stderr  # the real files are out of reach
+    assert os.path.isfile(result.stdout_path) and not os.path.islink(result.stdout_path)
+
+
+@pytest.mark.parametrize("use_bwrap", BACKENDS)
+def test_output_over_the_cap_is_refused_even_when_sigxfsz_is_ignored(tmp_path, use_bwrap):
+    src = ('#include <csignal>\n#include <cstdio>\nint main(){ signal(SIGXFSZ, SIG_IGN);'
+           ' for(int i = 0; i < 300000; i++) puts("1234567"); }')
+    binary = _compile(tmp_path, "ignore", src, use_bwrap)
+    result = _run_on(tmp_path, binary, "", use_bwrap, output_bytes=1 << 20)
+    assert result.status == "output_limit" and len(result.stdout) <= 1 << 20
+
+
+def test_launcher_is_private_and_checked_before_each_run(tmp_path):
+    binary = _compile(tmp_path, "echo2", PROGRAMS["echo"], None)
+    launcher, _ = native_sandbox._launcher()
+    for path in (launcher, os.path.dirname(launcher)):
+        info = os.lstat(path)
+        assert info.st_uid == os.geteuid() and not info.st_mode & 0o022
+    original = Path(launcher).read_bytes()
+    try:
+        with open(launcher, "ab") as fh:
+            fh.write(b"\0")
+        with pytest.raises(SandboxError, match="changed"):
+            _run_on(tmp_path, binary, "21\n", None)
+    finally:
+        with open(launcher, "wb") as fh:
+            fh.write(original)
+    assert _run_on(tmp_path, binary, "21\n", None).stdout == b"42\n"
+
+
+def test_limits_must_be_finite():
+    for bad in (float("inf"), float("nan"), 0, -1):
+        with pytest.raises(ValueError):
+            NativeLimits(time_limit_s=bad)
+    with pytest.raises(TypeError):
+        NativeLimits(memory_mb=2.5)

@@ -302,3 +302,36 @@ def test_ahc039_fast_and_exact_parsers_agree():
     for broken in ("1001 " + "0 " * 2002, "4 0 0 1 0 1 1 0 100001", "4 0 0 1 0 1 1 0"):
         with pytest.raises(AHCInvalid):
             ahc039.parse_output(broken)
+
+
+# --------------------------------------------------------------------------- input checks, output cap (QA F6, F7)
+@pytest.mark.parametrize("text, problem", [
+    ("3", "truncated"), ("hello", "not a non-negative integer"), ("1\n0 0 1 1 5", "extra"),
+    ("1\n0 0 1 100001", "outside"), ("1\n0 0 1 -1", "not a non-negative integer"), ("0", "outside"),
+    ("1\n0 0 1 99999999999999999999", "12 digits"),
+])
+def test_ahc039_input_errors_are_one_line(text, problem):
+    with pytest.raises(ValueError, match=problem) as err:
+        ahc039.parse_input(text)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("10 4 500", "truncated"), ("10 4 500 1\n1 2", "truncated"), ("x", "not a non-negative integer"),
+    ("0 4 500 1", "outside"), ("1 1 1 1\n1\n1\n7", "extra"),
+])
+def test_ahc058_input_errors_are_one_line(text, problem):
+    with pytest.raises(ValueError, match=problem):
+        ahc058.parse_input(text)
+
+
+def test_outputs_over_the_cap_are_refused_before_parsing():
+    square = "4\n0 0\n0 1\n1 1\n1 0\n"
+    big039 = square * (ahc039.MAX_OUTPUT_BYTES // len(square) + 1)
+    with pytest.raises(AHCInvalid) as err:
+        ahc039.score_output(ahc039.parse_input(ahc039.generate(0)), big039)
+    assert err.value.rule == "output_size"
+    with pytest.raises(AHCInvalid) as err:
+        ahc058.score_output(ahc058.parse_input(ahc058.generate(0)), "-1\n" * (ahc058.MAX_OUTPUT_BYTES // 3 + 1))
+    assert err.value.rule == "output_size"
+    assert ahc039.MAX_OUTPUT_BYTES >= 1001 * 14 and ahc058.MAX_OUTPUT_BYTES >= 500 * 8

@@ -55,8 +55,10 @@ def test_correct_kernel_reaches_timing_and_names_the_missing_gpu():
         ),
         ("shape", "    return _baseline(data)[:, :-1]", "has shape"),
         ("crash", "    return _baseline(data[:2])", "custom_kernel raised ValueError"),
+        ("none", "    return None", "must be a plain torch.Tensor, got NoneType"),
+        ("int", "    return _baseline(data).to(torch.int32)", "floating dtype"),
     ],
-    ids=["wrong", "nan", "shape", "crash"],
+    ids=["wrong", "nan", "shape", "crash", "none", "int"],
 )
 def test_bad_kernels_fail_with_clear_messages(name, body, words):
     env = cpu_env(n_cases=2)
@@ -197,3 +199,68 @@ def test_triton_example_compiles_for_hopper_within_shared_memory(tmp_path, monke
     except (RuntimeError, FileNotFoundError) as exc:  # no ptxas for this platform
         pytest.skip(f"cannot compile for sm_90 here: {exc}")
     assert "cubin" in kernel.asm and 0 < kernel.metadata.shared <= 64 * 1024
+
+
+# ----------------------------------------------------------------------------- verdict out of process
+# QA finding: the comparison used to run in the candidate's process, so a program could patch what
+# it relies on. These candidates bypass the static checks (run_stage directly) and return zeros
+# after patching everything a verdict computed in their own process would use.
+_ZEROS = "\n\ndef custom_kernel(data):\n    return torch.zeros_like(data[0])\n"
+IN_PROCESS_PATCHES = {
+    # `T = torch.Tensor; T.__le__ = ...`: every `<=` says "close enough"
+    "alias_le": "import torch\nT = torch.Tensor\nT.__le__ = lambda a, b: torch.ones_like(a, dtype=torch.bool)\n",
+    # reach __import__ through operator.attrgetter and replace the tolerance check and the runner's
+    "attrgetter": (
+        "import operator\nimport torch\n\ndef _f():\n    pass\n\n"
+        "_b = operator.attrgetter('__glob' + 'als__')(_f)['__buil' + 'tins__']\n"
+        "_imp = _b['__imp' + 'ort__'] if type(_b) is dict else operator.attrgetter('__imp' + 'ort__')(_b)\n"
+        "_tol = _imp('discoverygym.rewards.kernels.tolerance', fromlist=['compare'])\n"
+        "_ok = lambda *a, **k: {'ok': True, 'message': None, 'max_abs_err': 0.0, 'n_bad': 0}\n"
+        "_tol.compare = _ok\n"
+        "_run = _imp('discoverygym.rewards.kernels.runner', fromlist=['_emit'])\n"
+        "_run._compare = _ok\n"
+    ),
+    # print something that looks like the verifier's verdict (the candidate's stdout is not its channel)
+    "fake_verdict": (
+        "import json\nimport torch\n"
+        "print('DISCOVERYGYM-VERDICT ' + json.dumps({'ok': True, 'error': None, 'max_abs_err': [0.0, 0.0]}))\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(IN_PROCESS_PATCHES))
+def test_patching_the_comparison_in_the_candidate_process_cannot_pass(name, tmp_path):
+    from discoverygym.rewards.kernels.runner import run_stage
+    from discoverygym.rewards.kernels.static_checks import violations
+
+    source = IN_PROCESS_PATCHES[name] + _ZEROS
+    assert violations(source), "the static checks refuse it too; here the verifier must as well"
+    cases = make_trimul(device="cpu", n_cases=1).test_cases()
+    job = {"stage": "check", "problem": "trimul", "device": "cpu", "seed": 0, "cases": [c.to_dict() for c in cases]}
+    result = run_stage(source, job, str(tmp_path), timeout_s=60)
+    assert not result["ok"] and "reference is" in result["error"], result
+    assert result["error"].startswith(f"case {cases[0].name}: output[")
+
+
+def test_the_qa_patch_program_fails_through_the_env():
+    # the same program through the env: refused statically, and its outputs would fail anyway
+    _, reward, _, _, info = cpu_env(n_cases=1).step(IN_PROCESS_PATCHES["alias_le"] + _ZEROS)
+    assert reward == 0.0 and info["error"].startswith("static check failed") and "__le__" in info["error"]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message given without a GPU")
+def test_cuda_device_without_a_gpu_is_backend_unavailable():
+    task = make_trimul("H100", device="cuda", n_cases=1)
+    with pytest.raises(BackendUnavailable, match="torch.cuda.is_available"):
+        task.check(BASELINE)
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "discoverygym.cli", "evaluate", "TriMul-H100-v0", "--device", "cuda"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 3 and "Traceback" not in out.stderr, out.stderr
+    assert "device='cuda' was requested" in out.stderr

@@ -190,6 +190,14 @@ HACKS = {
     "exec": "def custom_kernel(data):\n    return eval('data[0]')\n",
     "setattr": "import torch\nsetattr(torch, 'matmul', None)\ndef custom_kernel(data):\n    return data[0]\n",
     "no_entry": "def kernel(data):\n    return data[0]\n",
+    # QA: patching through an alias of a torch object, and reaching __import__ via attrgetter
+    "alias_patch": "import torch\nT = torch.Tensor\nT.__le__ = lambda a, b: a\ndef custom_kernel(data):\n    return data[0]\n",
+    "type_patch": "import torch\ndef custom_kernel(data):\n    type(data[0]).add = None\n    return data[0]\n",
+    "attrgetter": "import operator\nG = operator.attrgetter('__glob' + 'als__')\ndef custom_kernel(data):\n    return data[0]\n",
+    "methodcaller": "from operator import methodcaller\ndef custom_kernel(data):\n    return data[0]\n",
+    "dunder": "def custom_kernel(data):\n    return data[0].__class__.__mro__\n",
+    "dunder_string": "def custom_kernel(data):\n    key = '__builtins__'\n    return data[0]\n",
+    "item_patch": "import torch\ntorch.ops.table['matmul'] = None\ndef custom_kernel(data):\n    return data[0]\n",
     "syntax": "def custom_kernel(data) return 1\n",
 }
 EXPECTED_WORDS = {
@@ -208,6 +216,13 @@ EXPECTED_WORDS = {
     "exec": "eval",
     "setattr": "setattr",
     "no_entry": "custom_kernel",
+    "alias_patch": "patches",
+    "type_patch": "patches",
+    "attrgetter": "attrgetter",
+    "methodcaller": "methodcaller",
+    "dunder": "not allowed in kernel programs",
+    "dunder_string": "string naming",
+    "item_patch": "patches",
     "syntax": "syntax error",
 }
 

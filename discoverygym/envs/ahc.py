@@ -21,6 +21,8 @@ Example:
 
 from __future__ import annotations
 
+import math
+import operator
 import os
 from functools import lru_cache
 from importlib import resources
@@ -33,10 +35,10 @@ import numpy as np
 from discoverygym.envs.program import ProgramTask
 from discoverygym.errors import InvalidSolution
 from discoverygym.rewards.ahc import ahc039, ahc058
-from discoverygym.rewards.ahc.judge import Case, judge_program
+from discoverygym.rewards.ahc.judge import Case, judge_program, parse_case
 from discoverygym.rewards.ahc.standings import TOP_RESULTS, estimate_standing
 from discoverygym.rewards.common import Score
-from discoverygym.rewards.native_sandbox import NativeLimits
+from discoverygym.rewards.native_sandbox import MAX_TIME_LIMIT_S, NativeLimits
 from discoverygym.types import State
 
 __all__ = ["AHC039Task", "AHC058Task", "AHCTask", "make_ahc039", "make_ahc058"]
@@ -45,7 +47,7 @@ _CONTRACT = (
     "Write one complete C++20 program (`int main()`), compiled with `g++ -std=gnu++20 -O2` "
     "(no AtCoder Library, Boost or GMP). It reads one test case from standard input and writes its "
     "answer to standard output. Limits per case: 2 s (wall clock and CPU time), 1 GiB of address "
-    "space, 64 MiB of output, one process (threads allowed, no fork), no network, no files besides "
+    "space, 1 MiB of output, one process (threads allowed, no fork), no network, no files besides "
     "a private /tmp. It is run on {cases}; the score is the mean case score. A compile error, a "
     "crash, a timeout or an invalid answer on any case gives reward 0."
 )
@@ -63,9 +65,13 @@ class AHCTask(ProgramTask):
         time_limit_s: per-case time limit (2 s in the contests).
         memory_mb: per-case address-space limit in MiB (1024 in the contests).
         stop_on_failure: skip cases not started yet after a failure (the result is invalid anyway).
+        allow_unconfined: run programs even where neither bubblewrap nor Landlock can confine
+            their file-system writes (default: refuse with :class:`BackendUnavailable`).
 
     Raises:
-        ValueError: ``n_cases``/``workers`` < 1, a missing or empty ``cases_dir``.
+        ValueError: ``n_cases``/``workers`` < 1, a time or memory limit out of range or not
+            finite, a missing or empty ``cases_dir``.
+        TypeError: an option of the wrong type (e.g. ``n_cases=1.5``).
     """
 
     language = "cpp"
@@ -80,21 +86,27 @@ class AHCTask(ProgramTask):
 
     def __init__(self, n_cases: int | None = None, cases_dir: str | os.PathLike | None = None,
                  workers: int | None = None, vary_cases: bool = False, time_limit_s: float = 2.0,
-                 memory_mb: int = 1024, stop_on_failure: bool = True) -> None:
-        if n_cases is not None and (isinstance(n_cases, bool) or int(n_cases) < 1):
-            raise ValueError(f"n_cases must be >= 1, got {n_cases!r}")
-        if workers is not None and int(workers) < 1:
-            raise ValueError(f"workers must be >= 1, got {workers!r}")
+                 memory_mb: int = 1024, stop_on_failure: bool = True, allow_unconfined: bool = False) -> None:
+        n_cases = _count("n_cases", n_cases)
+        workers = _count("workers", workers)
+        if isinstance(time_limit_s, bool) or not isinstance(time_limit_s, (int, float, np.integer, np.floating)):
+            raise TypeError(f"time_limit_s must be a number of seconds, got {time_limit_s!r}")
+        if not (math.isfinite(time_limit_s) and 0 < time_limit_s <= MAX_TIME_LIMIT_S):
+            raise ValueError(f"time_limit_s must be > 0 and <= {MAX_TIME_LIMIT_S:g} s, got {time_limit_s!r}")
+        memory_mb = _count("memory_mb", memory_mb)
+        if memory_mb < 16 or memory_mb > 1 << 24:
+            raise ValueError(f"memory_mb must be in [16, {1 << 24}], got {memory_mb}")
         self.cases_dir = None if cases_dir is None else Path(cases_dir)
         if self.cases_dir is not None:
             if not self.cases_dir.is_dir():
                 raise ValueError(f"cases_dir {str(self.cases_dir)!r} is not a directory")
             if not any(self.cases_dir.glob("*.txt")):
                 raise ValueError(f"cases_dir {str(self.cases_dir)!r} holds no *.txt input files")
-        self.n_cases = None if n_cases is None else int(n_cases)
-        self.workers = None if workers is None else int(workers)
+        self.n_cases = n_cases
+        self.workers = workers
         self.vary_cases = bool(vary_cases)
-        self.limits = NativeLimits(time_limit_s=float(time_limit_s), memory_mb=int(memory_mb))
+        self.limits = NativeLimits(time_limit_s=float(time_limit_s), memory_mb=memory_mb,
+                                   allow_unconfined=bool(allow_unconfined))
         self.stop_on_failure = bool(stop_on_failure)
 
     # ------------------------------------------------------------------ facts
@@ -125,12 +137,15 @@ class AHCTask(ProgramTask):
     def cases(self, seed: int = 0) -> list[Case]:
         """The cases an evaluation with ``seed`` judges on.
 
+        Every input file of ``cases_dir`` is read and parsed here (before anything is compiled).
+
         Raises:
-            ValueError: an input file in ``cases_dir`` that cannot be read as text.
+            ValueError: one line naming the input file of ``cases_dir`` and what is wrong with it
+                (unreadable, too large, not UTF-8, not a valid input of the problem).
         """
         if self.cases_dir is not None:
             files = sorted(self.cases_dir.glob("*.txt"))[: self.n_cases]
-            return [Case(p.name, p.read_text()) for p in files]
+            return [_read_case(self.rules, p) for p in files]
         n = self.n_cases or 150
         first = int(np.random.SeedSequence(seed).generate_state(1)[0]) if self.vary_cases else 0
         return [Case(f"{first + i:04d}", _generated(self.name, first + i)) for i in range(n)]
@@ -198,6 +213,52 @@ class AHCTask(ProgramTask):
         if "sandbox_s" in meta:
             rows.append(("wall time (s)", f"{meta['sandbox_s']:.2f}"))
         return rows
+
+
+_MAX_CASE_BYTES = 64 << 20
+
+
+def _count(name: str, value) -> int | None:
+    """An optional positive int option (``None`` kept); floats and bools are refused.
+
+    Raises:
+        TypeError: not an integer; ValueError: < 1.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {value!r}") from None
+    if number < 1:
+        raise ValueError(f"{name} must be >= 1, got {number}")
+    return number
+
+
+def _read_case(rules: ModuleType, path: Path) -> Case:
+    """One input file as a parsed :class:`Case`.
+
+    Raises:
+        ValueError: ``"input file NAME: PROBLEM"``.
+    """
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(_MAX_CASE_BYTES + 1)
+    except OSError as exc:
+        raise ValueError(f"input file {path}: cannot be read ({exc.strerror or exc})") from None
+    if len(data) > _MAX_CASE_BYTES:
+        raise ValueError(f"input file {path}: larger than {_MAX_CASE_BYTES >> 20} MiB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"input file {path}: not UTF-8 text (byte {exc.start})") from None
+    try:
+        parsed = parse_case(rules, path.name, text)
+    except ValueError as exc:
+        raise ValueError(f"input file {path}: {str(exc).removeprefix(f'case {path.name}: ')}") from None
+    return Case(path.name, text, parsed)
 
 
 @lru_cache(maxsize=1024)

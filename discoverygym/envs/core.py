@@ -42,7 +42,11 @@ def reward_of(direction: str, reward_scale: float, score: float) -> float:
 def problem_header(problem: Any) -> str:
     """The first part of every prompt: title, statement, what is scored and the published record."""
     better = "lower" if problem.direction == "min" else "higher"
-    record = f"{problem.sota['value']} ({problem.sota['source']})"
+    value = problem.sota["value"]
+    if value is None or (isinstance(value, float) and value != value):  # noqa: PLR0124 - NaN test
+        record = f"none for this configuration ({problem.sota['source']})"
+    else:
+        record = f"{value} ({problem.sota['source']})"
     return (
         f"# {problem.title}\n\n{problem.description}\n\nScore: {problem.quantity}; {better} is better. "
         f"Best published: {record}."

@@ -10,11 +10,20 @@ An action is Python source defining ``custom_kernel(data)`` (PyTorch, Triton, in
 ``torch.utils.cpp_extension``). :meth:`KernelTask.evaluate`:
 
 1. static checks against known reward hacks (:mod:`discoverygym.rewards.kernels.static_checks`);
-2. correctness stage in its own process: every test case against the reference, elementwise
-   tolerance with NaN/inf positions, then one case again on fresh inputs;
-3. timing stage in a second process (GPU only): CUDA events, warm-up, ≤ 100 repeats, stop at
-   stderr/mean < 0.1 % or the per-case budget, optional L2 flush, fresh-input re-check after
-   timing (:mod:`discoverygym.rewards.kernels.runner`, :mod:`~discoverygym.rewards.kernels.timing`).
+2. correctness stage: the candidate runs in its own process, which only *produces* outputs (raw
+   tensor bytes written to its work directory); a separate verifier process that never imports
+   the candidate draws the same inputs, computes the reference and judges every test case
+   (elementwise tolerance with NaN/inf positions), then one case again on fresh inputs — so a
+   program that patches torch or the harness in its own process cannot pass a wrong output;
+3. timing stage in a second candidate process (GPU only): CUDA events, warm-up, ≤ 100 repeats,
+   stop at stderr/mean < 0.1 % or the per-case budget, optional L2 flush; the outputs before and
+   after timing (fresh inputs) go to the verifier the same way
+   (:mod:`discoverygym.rewards.kernels.runner`, :mod:`~discoverygym.rewards.kernels.timing`).
+   Timing itself necessarily happens in the candidate's process; the residual risks are listed
+   in the runner's docstring.
+
+``device="cuda"`` on a machine where torch sees no GPU raises
+:class:`~discoverygym.errors.BackendUnavailable` (CLI exit 3) before any case runs.
 
 Score = geometric mean over the timed cases of the mean runtime (μs, lower is better); reward =
 3000 / score (TTT-Discover); failure reward 0.
@@ -356,10 +365,12 @@ Score: geometric mean over the timed cases of the mean runtime in microseconds; 
 any failure gives reward 0.
 
 Not allowed (checked before running): importing other modules (os, sys, time, subprocess, ...);
-try/except; global/nonlocal state or memoising decorators; assigning to attributes of imported
-modules (patching torch or timers, changing torch.backends flags); CUDA events or streams;
-torch.Tensor subclasses or __torch_function__/__torch_dispatch__; eval/exec/open/setattr and
-interpreter internals; anything named like the reference (ref_kernel, generate_input).
+try/except; global/nonlocal state or memoising decorators; assigning to any attribute except
+`self.<name>` inside a method (patching torch or timers, changing torch.backends flags); CUDA events
+or streams; torch.Tensor subclasses or __torch_function__/__torch_dispatch__; eval/exec/open/
+getattr/setattr, operator.attrgetter/methodcaller and dunder attributes (__class__, __dict__,
+__globals__, ...); anything named like the reference (ref_kernel, generate_input).
+Outputs are judged in a separate process that never runs your code.
 """
 
 

@@ -1,14 +1,21 @@
 """Compile and run untrusted native (C++) programs under limits: the sandbox of the AtCoder envs.
 
 :mod:`discoverygym.rewards.sandbox` runs Python programs; this module runs executables. Every run
-goes through a small C *launcher* (source below, built once per machine with the system compiler
-and cached under the temp directory) that forks the program, applies the limits in the child and
-reports exactly how it ended:
+goes through a small C *launcher* (source below, built once per process with the system compiler
+into a private directory, its SHA-256 checked before every launch) that forks the program, applies
+the limits in the child and reports exactly how it ended:
 
 * ``RLIMIT_AS`` (address space; stricter than AtCoder's resident-memory limit: a program that
   reserves much more virtual memory than it touches fails here), ``RLIMIT_CPU``, ``RLIMIT_FSIZE``
-  (caps stdout/stderr, which go to files: a program printing past the cap is killed by
-  ``SIGXFSZ``), no core dumps, ``PR_SET_PDEATHSIG``;
+  (caps stdout/stderr, which go to files the parent opened: output past ``output_bytes`` is the
+  verdict ``output_limit``, whether the program dies of ``SIGXFSZ`` or ignores it), no core dumps,
+  ``PR_SET_PDEATHSIG``;
+* **Landlock** (Linux 5.13+): the program may create, change or delete files only in its own
+  directory (and write to ``/dev/null``); reading stays allowed. From Landlock ABI 6 it also
+  cannot signal, or reach the abstract sockets of, processes outside the sandbox;
+* when we are **root** and bubblewrap is not used, the program runs as uid/gid
+  :data:`SANDBOX_UID` (``nobody``), in a directory handed to that uid for the run; the executable
+  is opened before the switch and run through its descriptor;
 * ``no_new_privs`` and a seccomp filter (x86_64 and aarch64): ``fork``/``vfork`` and ``clone``
   without ``CLONE_THREAD`` fail with ``EPERM`` (threads stay allowed), ``clone3`` with ``ENOSYS``
   (glibc then falls back to ``clone``), ``socket``/``ptrace`` with ``EPERM``. Compilation uses the
@@ -21,9 +28,15 @@ network namespace and a file system holding only ``/usr`` (plus the ``/bin``, ``
 ``/etc/ld.so.cache``, private ``/tmp``, ``/dev`` and ``/proc``, and the one directory or file the
 run needs: unlike the Python sandbox the program cannot read the user's files (home, projects,
 ``/etc``), and compile errors cannot leak them through ``#include "/path"``. Without bubblewrap
-(``DISCOVERYGYM_SANDBOX_NO_BWRAP=1`` or ``use_bwrap=False``) the launcher's limits and seccomp
-filter still apply but the program can read every file the user can read and shares the host's
-pid namespace; network stays blocked by the filter.
+(``DISCOVERYGYM_SANDBOX_NO_BWRAP=1`` or ``use_bwrap=False``) the program runs in
+``workdir/box`` and can read every file its user can read and shares the host's pid namespace;
+writes are confined by Landlock, network is blocked by the filter. Where neither bubblewrap nor
+Landlock is available (``DISCOVERYGYM_SANDBOX_NO_LANDLOCK=1`` simulates a kernel without it),
+runs are refused with :class:`BackendUnavailable` unless ``allow_unconfined=True``.
+
+The parent never follows a path the program could have changed: stdout and stderr are files it
+creates (``O_NOFOLLOW``, outside the program's writable directory) and reads back, at most
+``output_bytes``, through its own descriptors (:attr:`NativeResult.stdout`).
 
 Root is not confined by ``RLIMIT_NPROC``, so the fork rule is seccomp's. Where seccomp is not
 available (other architectures) forks are still contained by the pid namespace and the
@@ -32,11 +45,15 @@ process-group kill, not prevented.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import ctypes
 import hashlib
+import math
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -44,7 +61,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from discoverygym.errors import BackendUnavailable, SandboxError
-from discoverygym.rewards.sandbox import NO_BWRAP_ENV
+from discoverygym.rewards.sandbox import NO_BWRAP_ENV, NO_LANDLOCK_ENV
 
 __all__ = [
     "CPP_FLAGS",
@@ -53,21 +70,29 @@ __all__ = [
     "NativeResult",
     "compile_cpp",
     "native_bwrap_available",
+    "native_landlock_available",
     "run_executable",
 ]
 
 #: AtCoder's C++20 (GCC 12) flags, minus the libraries we do not ship (ac-library, Boost, GMP).
 CPP_FLAGS = ("-std=gnu++20", "-O2", "-DONLINE_JUDGE", "-DATCODER", "-mtune=native")
+#: uid and gid programs run as when we are root and bubblewrap is not used ("nobody").
+SANDBOX_UID = 65534
+#: Largest time limit accepted (seconds).
+MAX_TIME_LIMIT_S = 3600.0
 
 _LAUNCHER_C = r"""
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,14 +103,56 @@ _LAUNCHER_C = r"""
 #include <time.h>
 #include <unistd.h>
 
-/* usage: launcher STATUS_FD AS_BYTES CPU_S FSIZE_BYTES WALL_MS FLAGS PROG [ARGS...]
-   FLAGS: 1 = no fork (seccomp), 2 = no sockets/ptrace (seccomp). */
+/* usage: launcher STATUS_FD AS_BYTES CPU_S FSIZE_BYTES WALL_MS FLAGS WRITE_DIR UID GID PROG [ARGS...]
+   FLAGS: 1 = no fork (seccomp), 2 = no sockets/ptrace (seccomp), 4 = Landlock if the kernel has it,
+   8 = Landlock required (exit 122 without it). WRITE_DIR: the only directory the program may
+   change (with /dev/null for writing). UID/GID >= 0: switch to them (needs root) before exec.
+   PROG is opened before the switch and executed through its descriptor. */
 
 #if defined(__x86_64__)
 #define ARCH AUDIT_ARCH_X86_64
 #elif defined(__aarch64__)
 #define ARCH AUDIT_ARCH_AARCH64
 #endif
+
+#define LL_CREATE 444
+#define LL_ADD 445
+#define LL_RESTRICT 446
+#define LL_WRITE_FILE (1ULL << 1)
+#define LL_WRITE_V1 ((1ULL << 1) | (1ULL << 4) | (1ULL << 5) | (1ULL << 6) | (1ULL << 7) | (1ULL << 8) \
+                     | (1ULL << 9) | (1ULL << 10) | (1ULL << 11) | (1ULL << 12))
+#define LL_REFER (1ULL << 13)
+#define LL_TRUNCATE (1ULL << 14)
+#define LL_SCOPE_ABSTRACT_UNIX (1ULL << 0)
+#define LL_SCOPE_SIGNAL (1ULL << 1)
+
+struct ll_attr { uint64_t fs, net, scoped; };
+struct __attribute__((packed)) ll_path { uint64_t allowed; int32_t parent_fd; };
+
+/* A Landlock ruleset (not yet enforced): changes allowed only below dir, writes to /dev/null;
+   from ABI 6 no signals to, and no abstract sockets of, processes outside. -1 when unavailable. */
+static int landlock_ruleset(const char *dir) {
+    long abi = syscall(LL_CREATE, NULL, 0, 1);
+    if (abi < 1) return -1;
+    struct ll_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.fs = LL_WRITE_V1 | (abi >= 2 ? LL_REFER : 0) | (abi >= 3 ? LL_TRUNCATE : 0);
+    size_t size = 8;
+    if (abi >= 6) { attr.scoped = LL_SCOPE_ABSTRACT_UNIX | LL_SCOPE_SIGNAL; size = sizeof attr; }
+    int rs = (int)syscall(LL_CREATE, &attr, size, 0);
+    if (rs < 0) return -1;
+    const char *paths[2] = {dir, "/dev/null"};
+    uint64_t rights[2] = {attr.fs, attr.fs & (LL_WRITE_FILE | LL_TRUNCATE)};
+    for (int i = 0; i < 2; i++) {
+        int fd = open(paths[i], O_PATH | O_CLOEXEC);
+        if (fd < 0) { close(rs); return -1; }
+        struct ll_path rule = {rights[i], fd};
+        long r = syscall(LL_ADD, rs, 1, &rule, 0);
+        close(fd);
+        if (r != 0) { close(rs); return -1; }
+    }
+    return rs;
+}
 
 static int install_filter(int flags) {
 #ifdef ARCH
@@ -137,13 +204,22 @@ static double now(void) {
     return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
+static void fail(const char *what) {
+    fprintf(stderr, "launcher: %s: %s\n", what, strerror(errno));
+    _exit(122);
+}
+
 int main(int argc, char **argv) {
-    if (argc < 8) { fprintf(stderr, "launcher: bad arguments\n"); return 120; }
+    if (argc < 11) { fprintf(stderr, "launcher: bad arguments\n"); return 120; }
     int status_fd = atoi(argv[1]);
     rlim_t as_bytes = strtoull(argv[2], 0, 10), cpu_s = strtoull(argv[3], 0, 10);
     rlim_t fsize = strtoull(argv[4], 0, 10);
     long wall_ms = atol(argv[5]);
     int flags = atoi(argv[6]);
+    const char *write_dir = argv[7];
+    long uid = atol(argv[8]), gid = atol(argv[9]);
+    char **prog = argv + 10;
+    pid_t launcher_pid = getpid();
     sigset_t chld, old;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
@@ -154,18 +230,29 @@ int main(int argc, char **argv) {
     if (pid == 0) {
         setpgid(0, 0);
         sigprocmask(SIG_SETMASK, &old, 0);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
         close(status_fd);
         struct rlimit r;
         r.rlim_cur = r.rlim_max = as_bytes; setrlimit(RLIMIT_AS, &r);
         r.rlim_cur = cpu_s; r.rlim_max = cpu_s + 1; setrlimit(RLIMIT_CPU, &r);
         r.rlim_cur = r.rlim_max = fsize; setrlimit(RLIMIT_FSIZE, &r);
         r.rlim_cur = r.rlim_max = 0; setrlimit(RLIMIT_CORE, &r);
-        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || install_filter(flags) != 0) {
-            perror("launcher: seccomp");
-            _exit(122);
+        int exe = open(prog[0], O_RDONLY | O_CLOEXEC);
+        if (exe < 0) { errno = errno ? errno : ENOENT; fail("open program"); }
+        int ruleset = -1;
+        if (flags & 12) {
+            ruleset = landlock_ruleset(write_dir);
+            if (ruleset < 0 && (flags & 8)) { errno = ENOSYS; fail("Landlock is required but unavailable"); }
         }
-        execv(argv[7], argv + 7);
+        if (gid >= 0 && (setgroups(0, NULL) != 0 || setresgid(gid, gid, gid) != 0)) fail("setgid");
+        if (uid >= 0 && (setresuid(uid, uid, uid) != 0 || geteuid() != (uid_t)uid)) fail("setuid");
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* after the switch: changing credentials clears it */
+        if (getppid() != launcher_pid) _exit(124);
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs");
+        if (ruleset >= 0 && syscall(LL_RESTRICT, ruleset, 0) != 0) fail("Landlock");
+        if (ruleset >= 0) close(ruleset);
+        if (install_filter(flags) != 0) fail("seccomp");
+        extern char **environ;
+        fexecve(exe, prog, environ);
         perror("launcher: exec");
         _exit(123);
     }
@@ -209,12 +296,18 @@ class NativeLimits:
         kill_after_s: extra wall seconds granted before the launcher kills the process group
             (the verdict is still decided by ``time_limit_s``).
         memory_mb: address-space limit (``RLIMIT_AS``) in MiB.
-        output_bytes: largest stdout (and stderr) file in bytes (``RLIMIT_FSIZE``).
+        output_bytes: largest stdout (and stderr) in bytes: more is the verdict ``output_limit``
+            (``RLIMIT_FSIZE`` stops the program one byte past it).
         allow_fork: allow new processes (compilers need them; contest programs do not).
         use_bwrap: ``True`` requires bubblewrap, ``False`` never uses it, ``None`` when it works.
+        allow_unconfined: without bubblewrap the program's file-system writes are confined by
+            Landlock; where the kernel has no Landlock either, runs are refused
+            (:class:`BackendUnavailable`) unless this is ``True`` (the program may then write
+            every file its user can: a dedicated unprivileged account is the only protection).
 
     Raises:
-        ValueError: a non-positive limit.
+        ValueError: a limit that is not a positive finite number (or out of its range).
+        TypeError: a limit of the wrong type.
     """
 
     time_limit_s: float = 2.0
@@ -223,12 +316,23 @@ class NativeLimits:
     output_bytes: int = 64 << 20
     allow_fork: bool = False
     use_bwrap: bool | None = None
+    allow_unconfined: bool = False
 
     def __post_init__(self) -> None:
-        if not self.time_limit_s > 0 or self.kill_after_s < 0:
-            raise ValueError("time_limit_s must be > 0 and kill_after_s >= 0")
-        if self.memory_mb < 16 or self.output_bytes < 1:
-            raise ValueError("memory_mb must be >= 16 and output_bytes >= 1")
+        for name in ("time_limit_s", "kill_after_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{name} must be a number of seconds, got {value!r}")
+        for name in ("memory_mb", "output_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an int, got {value!r}")
+        if not (math.isfinite(self.time_limit_s) and 0 < self.time_limit_s <= MAX_TIME_LIMIT_S):
+            raise ValueError(f"time_limit_s must be > 0 and <= {MAX_TIME_LIMIT_S:g} s, got {self.time_limit_s!r}")
+        if not (math.isfinite(self.kill_after_s) and 0 <= self.kill_after_s <= MAX_TIME_LIMIT_S):
+            raise ValueError(f"kill_after_s must be >= 0 and <= {MAX_TIME_LIMIT_S:g} s, got {self.kill_after_s!r}")
+        if not 16 <= self.memory_mb <= 1 << 24 or not 1 <= self.output_bytes <= 1 << 40:
+            raise ValueError("memory_mb must be in [16, 2^24] and output_bytes in [1, 2^40]")
 
 
 @dataclass
@@ -238,7 +342,7 @@ class NativeResult:
     Attributes:
         status: ``"ok"`` (exit 0 within limits), ``"time_limit"``, ``"runtime_error"`` (non-zero
             exit or a signal), ``"memory_limit"`` (``std::bad_alloc`` / allocation failure seen on
-            stderr), ``"output_limit"`` (``SIGXFSZ``) or ``"sandbox_error"``.
+            stderr), ``"output_limit"`` (more than ``output_bytes`` written) or ``"sandbox_error"``.
         message: human-readable reason (``None`` when ok).
         exit_code: exit status, ``None`` when killed by a signal.
         signal: terminating signal number or ``None``.
@@ -247,6 +351,8 @@ class NativeResult:
         stdout_path: file holding stdout (the caller deletes it with its directory).
         stderr: the last 2,000 characters of stderr.
         backend: ``"bwrap"`` or ``"fallback"``.
+        stdout: the program's stdout (at most ``output_bytes`` bytes), read through the
+            descriptor the program wrote to (whatever the program did to the file's path).
     """
 
     status: str
@@ -259,6 +365,7 @@ class NativeResult:
     stdout_path: str
     stderr: str
     backend: str
+    stdout: bytes = b""
 
     @property
     def ok(self) -> bool:
@@ -286,6 +393,25 @@ def native_bwrap_available() -> bool:
     if os.environ.get(NO_BWRAP_ENV, "") not in ("", "0"):
         return False
     return _bwrap_probe()
+
+
+def native_landlock_available() -> bool:
+    """Whether the kernel offers Landlock (ABI >= 1); False when ``DISCOVERYGYM_SANDBOX_NO_LANDLOCK``
+    is set to anything but ``""``/``"0"`` (to test the refusal)."""
+    if os.environ.get(NO_LANDLOCK_ENV, "") not in ("", "0"):
+        return False
+    return _landlock_abi() >= 1
+
+
+@lru_cache(maxsize=1)
+def _landlock_abi() -> int:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        syscall = libc.syscall
+        syscall.restype = ctypes.c_long
+        return max(0, int(syscall(ctypes.c_long(444), None, ctypes.c_size_t(0), ctypes.c_uint32(1))))
+    except (OSError, AttributeError):
+        return 0
 
 
 @lru_cache(maxsize=1)
@@ -326,13 +452,17 @@ def _bwrap_args(exe: str, binds: list[tuple[str, str, str]], chdir: str = "/tmp"
     return args + ["--chdir", chdir, "--"]
 
 
-def _env(home: str) -> dict[str, str]:
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
+def _env(home: str, tmpdir: str = "/tmp") -> dict[str, str]:
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": tmpdir, "LANG": "C.UTF-8"}
 
 
 @lru_cache(maxsize=1)
-def _launcher() -> str:
-    """Path of the compiled launcher (built once per machine, cached by its source hash).
+def _launcher() -> tuple[str, str]:
+    """Path and SHA-256 of the launcher, built once per process into a private directory.
+
+    The directory (``mkdtemp``: mode 0700, owned by this user) is removed at exit; programs
+    cannot write there (Landlock, bubblewrap's read-only view, or another uid), and every launch
+    checks the binary's hash first, so a replaced launcher is never run.
 
     Raises:
         BackendUnavailable: no C compiler, or the launcher does not build.
@@ -340,38 +470,44 @@ def _launcher() -> str:
     cc = shutil.which("gcc") or shutil.which("cc") or shutil.which("g++")
     if cc is None:
         raise BackendUnavailable("no C/C++ compiler (gcc/g++) found: install g++ to judge C++ programs")
-    digest = hashlib.sha256(_LAUNCHER_C.encode()).hexdigest()[:16]
-    folder = os.path.join(tempfile.gettempdir(), f"discoverygym-launcher-{os.geteuid()}-{digest}")
+    folder = tempfile.mkdtemp(prefix="discoverygym-launcher-")
+    owner = os.getpid()
+    atexit.register(lambda: os.getpid() == owner and shutil.rmtree(folder, ignore_errors=True))
+    src = os.path.join(folder, "launcher.c")
     target = os.path.join(folder, "launcher")
-    os.makedirs(folder, mode=0o755, exist_ok=True)
-    if not (_owned_private(folder) and (not os.path.lexists(target) or _owned_private(target))):
-        folder = tempfile.mkdtemp(prefix="discoverygym-launcher-")  # planted by someone else: build privately
-        target = os.path.join(folder, "launcher")
-    if os.path.isfile(target) and os.access(target, os.X_OK):
-        return target
-    build = tempfile.mkdtemp(prefix="build-", dir=folder)
-    try:
-        src = os.path.join(build, "launcher.c")
-        with open(src, "w") as fh:
-            fh.write(_LAUNCHER_C)
-        cmd = [cc, "-O2", "-x", "c", "-o", os.path.join(build, "launcher"), src]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
-        if done.returncode != 0:
-            raise BackendUnavailable(f"could not build the sandbox launcher: {done.stderr[-2000:]}")
-        os.chmod(os.path.join(build, "launcher"), 0o755)
-        os.replace(os.path.join(build, "launcher"), target)  # atomic: concurrent builders agree
-    finally:
-        shutil.rmtree(build, ignore_errors=True)
-    return target
+    with open(src, "w") as fh:
+        fh.write(_LAUNCHER_C)
+    done = subprocess.run([cc, "-O2", "-x", "c", "-o", target, src], capture_output=True, text=True,
+                          timeout=120, check=False)
+    if done.returncode != 0:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise BackendUnavailable(f"could not build the sandbox launcher: {done.stderr[-2000:]}")
+    os.chmod(target, 0o755)
+    os.chmod(folder, 0o755)  # others may traverse (bwrap binds it as root); only we may write
+    return target, _sha256(target)
 
 
-def _owned_private(path: str) -> bool:
-    """Whether ``path`` (not a symlink) belongs to us and is not writable by group or others."""
+def _sha256(path: str) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
+def _checked_launcher() -> str:
+    """The launcher's path after checking it is still the binary this process built.
+
+    Raises:
+        SandboxError: the launcher was replaced or changed.
+    """
+    path, digest = _launcher()
     try:
         info = os.lstat(path)
+        same = (stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o022
+                and _sha256(path) == digest)
     except OSError:
-        return False
-    return not os.path.islink(path) and info.st_uid == os.geteuid() and not info.st_mode & 0o022
+        same = False
+    if not same:
+        raise SandboxError(f"the sandbox launcher {path} was changed or removed; refusing to run it")
+    return path
 
 
 def _backend(use_bwrap: bool | None) -> str:
@@ -385,33 +521,117 @@ def _backend(use_bwrap: bool | None) -> str:
     return "fallback"
 
 
+@dataclass(frozen=True)
+class _Confinement:
+    backend: str
+    landlock: int  # launcher flag bits: 4 = when available, 8 = required, 0 = none
+    uid: int  # -1: keep ours
+    gid: int
+
+
+def _confinement(limits: NativeLimits) -> _Confinement:
+    """How a run is confined: bubblewrap, else Landlock (required), plus another uid as root.
+
+    Raises:
+        BackendUnavailable: bubblewrap required and missing, or neither bubblewrap nor Landlock
+            without ``allow_unconfined``.
+    """
+    backend = _backend(limits.use_bwrap)
+    landlock = native_landlock_available()
+    if backend == "bwrap":
+        return _Confinement(backend, 4 if landlock else 0, -1, -1)
+    if not landlock and not limits.allow_unconfined:
+        raise BackendUnavailable(
+            "cannot confine native programs here: bubblewrap (bwrap) is "
+            + ("disabled (use_bwrap=False)" if limits.use_bwrap is False else
+               f"missing or not working (or {NO_BWRAP_ENV} is set)")
+            + " and the kernel offers no Landlock (Linux 5.13+ with the landlock LSM enabled"
+            + (f"; {NO_LANDLOCK_ENV} is set" if os.environ.get(NO_LANDLOCK_ENV, "") not in ("", "0") else "")
+            + "), so a program could write every file this user can. Install bubblewrap, or pass "
+            "allow_unconfined=True to run anyway.")
+    uid = SANDBOX_UID if os.geteuid() == 0 and _sandbox_id_mapped() else -1
+    return _Confinement(backend, 8 if landlock else 0, uid, uid)
+
+
+@lru_cache(maxsize=1)
+def _sandbox_id_mapped() -> bool:
+    """Whether :data:`SANDBOX_UID` exists as a uid and a gid in our user namespace (a rootless
+    container may map only uid 0: runs then keep our uid, Landlock still confining writes)."""
+    for name in ("uid_map", "gid_map"):
+        try:
+            with open(f"/proc/self/{name}") as fh:
+                ranges = [tuple(int(x) for x in line.split()) for line in fh if line.strip()]
+        except (OSError, ValueError):
+            return True  # no user namespaces here: every id exists
+        if not any(len(r) == 3 and r[0] <= SANDBOX_UID < r[0] + r[2] for r in ranges):
+            return False
+    return True
+
+
+def _open_output(path: str) -> int:
+    """Create (or truncate) an output file without following links; a read/write descriptor."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise SandboxError(f"{path} is not a regular file")
+    return fd
+
+
+def _pread_all(fd: int, size: int, offset: int = 0) -> bytes:
+    """Up to ``size`` bytes at ``offset`` of a regular file (never more, whatever the file is)."""
+    chunks, got = [], 0
+    while got < size:
+        chunk = os.pread(fd, min(size - got, 1 << 20), offset + got)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
 def _launch(program: list[str], limits: NativeLimits, *, binds: list[tuple[str, str, str]],
             chdir_bwrap: str, cwd_fallback: str, stdin_path: str | None, stdout_path: str,
-            stderr_path: str) -> NativeResult:
-    """Run ``program`` (paths as seen inside the sandbox under bwrap) through the launcher."""
-    backend = _backend(limits.use_bwrap)
-    launcher = _launcher()
+            stderr_path: str, tmpdir_fallback: str | None = None, tail_bytes: int = 2000) -> NativeResult:
+    """Run ``program`` (paths as seen inside the sandbox under bwrap) through the launcher.
+
+    Under bwrap the program may change files only below ``chdir_bwrap`` (inside the sandbox);
+    otherwise only below ``cwd_fallback`` (Landlock), which becomes the sandbox uid's when we are
+    root. stdout and stderr are files opened here; they are read back through these descriptors.
+    """
+    conf = _confinement(limits)
+    launcher = _checked_launcher()
     wall_ms = round((limits.time_limit_s + limits.kill_after_s) * 1000)
-    flags = 2 | (0 if limits.allow_fork else 1)
+    flags = 2 | (0 if limits.allow_fork else 1) | conf.landlock
     status_r, status_w = os.pipe()
-    head = [str(status_w), str(limits.memory_mb << 20), str(int(limits.time_limit_s) + 1),
-            str(limits.output_bytes), str(wall_ms), str(flags)]
-    if backend == "bwrap":
+    if conf.backend == "bwrap":
         exe = shutil.which("bwrap") or "bwrap"
         binds = [*binds, ("--ro-bind", launcher, "/.launcher")]
+        head = [str(status_w), str(limits.memory_mb << 20), str(int(limits.time_limit_s) + 1),
+                str(limits.output_bytes + 1), str(wall_ms), str(flags), chdir_bwrap, "-1", "-1"]
         cmd = [*_bwrap_args(exe, binds, chdir_bwrap), "/.launcher", *head, *program]
-        home = chdir_bwrap
+        env = _env(chdir_bwrap, chdir_bwrap)
     else:
+        if conf.uid >= 0:
+            os.chown(cwd_fallback, conf.uid, conf.gid)
+        head = [str(status_w), str(limits.memory_mb << 20), str(int(limits.time_limit_s) + 1),
+                str(limits.output_bytes + 1), str(wall_ms), str(flags), cwd_fallback,
+                str(conf.uid), str(conf.gid)]
         cmd = [launcher, *head, *program]
-        home = cwd_fallback
+        env = _env(cwd_fallback, tmpdir_fallback or cwd_fallback)
     with contextlib.ExitStack() as stack:
         stack.callback(os.close, status_r)
-        stdin = stack.enter_context(open(stdin_path, "rb")) if stdin_path else subprocess.DEVNULL
-        out = stack.enter_context(open(stdout_path, "wb"))
-        err = stack.enter_context(open(stderr_path, "wb"))
+        if stdin_path:
+            stdin = os.open(stdin_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            stack.callback(os.close, stdin)
+        else:
+            stdin = subprocess.DEVNULL
+        out = _open_output(stdout_path)
+        stack.callback(os.close, out)
+        err = _open_output(stderr_path)
+        stack.callback(os.close, err)
         try:
             proc = subprocess.Popen(cmd, stdin=stdin, stdout=out, stderr=err, cwd=cwd_fallback,
-                                    env=_env(home), start_new_session=True, pass_fds=(status_w,))
+                                    env=env, start_new_session=True, pass_fds=(status_w,))
         except OSError as exc:
             raise SandboxError(f"could not start the native sandbox: {exc}") from exc
         finally:
@@ -428,8 +648,15 @@ def _launch(program: list[str], limits: NativeLimits, *, binds: list[tuple[str, 
             proc.kill()
             proc.wait()
         status_line = _read_available(status_r).decode("ascii", "replace").split()
-    stderr_tail = _tail(stderr_path, 2000)
-    return _verdict(status_line, limits, stdout_path, stderr_tail, backend, proc.returncode)
+        out_size = os.fstat(out).st_size
+        stdout = _pread_all(out, min(out_size, limits.output_bytes))
+        err_size = os.fstat(err).st_size
+        start = max(0, min(err_size, limits.output_bytes + 1) - tail_bytes)
+        stderr_tail = _pread_all(err, tail_bytes, start).decode("utf-8", "replace")
+    result = _verdict(status_line, limits, stdout_path, stderr_tail, conf.backend, proc.returncode,
+                      out_size > limits.output_bytes or err_size > limits.output_bytes)
+    result.stdout = stdout
+    return result
 
 
 def _read_available(fd: int) -> bytes:
@@ -441,18 +668,8 @@ def _read_available(fd: int) -> bytes:
         return b""
 
 
-def _tail(path: str, chars: int) -> str:
-    try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as fh:
-            fh.seek(max(0, size - chars))
-            return fh.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
 def _verdict(status: list[str], limits: NativeLimits, stdout_path: str, stderr: str, backend: str,
-             returncode: int | None) -> NativeResult:
+             returncode: int | None, too_much_output: bool = False) -> NativeResult:
     """Turn the launcher's status line into a :class:`NativeResult` verdict."""
     if len(status) != 7:
         why = f"the sandbox ended abnormally (exit {returncode}): {stderr.strip()[-500:]}"
@@ -465,12 +682,13 @@ def _verdict(status: list[str], limits: NativeLimits, stdout_path: str, stderr: 
     if timed_out or wall > limit or cpu > limit or signum == signal.SIGXCPU:
         state, msg = "time_limit", (f"time limit {limit:g} s exceeded (wall {wall:.2f} s, CPU {cpu:.2f} s"
                                     + (", killed)" if timed_out else ")"))
-    elif signum == signal.SIGXFSZ:
-        state, msg = "output_limit", f"output larger than {limits.output_bytes} bytes (killed by SIGXFSZ)"
+    elif signum == signal.SIGXFSZ or too_much_output:
+        state, msg = "output_limit", (f"output too large: more than {limits.output_bytes} bytes"
+                                      + (" (killed by SIGXFSZ)" if signum == signal.SIGXFSZ else ""))
+    elif code in (122, 123, 124) and "launcher:" in stderr:
+        state, msg = "sandbox_error", f"the sandbox could not start the program: {stderr.strip()[-300:]}"
     elif exit_code == 0:
         state, msg = "ok", None
-    elif code in (122, 123) and "launcher:" in stderr:
-        state, msg = "sandbox_error", f"the sandbox could not start the program: {stderr.strip()[-300:]}"
     elif "bad_alloc" in stderr or "Cannot allocate memory" in stderr:
         state, msg = "memory_limit", f"memory limit {limits.memory_mb} MiB exceeded (allocation failed)"
     elif signum is not None:
@@ -485,14 +703,16 @@ def _verdict(status: list[str], limits: NativeLimits, stdout_path: str, stderr: 
 
 
 def compile_cpp(source: str, workdir: str, *, flags: tuple[str, ...] = CPP_FLAGS, timeout_s: float = 60.0,
-                memory_mb: int = 4096, use_bwrap: bool | None = None) -> CompileResult:
+                memory_mb: int = 4096, use_bwrap: bool | None = None,
+                allow_unconfined: bool = False) -> CompileResult:
     """Compile one C++ source with g++ inside the sandbox.
 
     ``Main.cpp`` is written to ``workdir`` and compiled to ``workdir/a.out`` (AtCoder's names).
     Under bubblewrap the compiler sees only ``/usr``, the loader cache and ``workdir`` (as
     ``/box``), so ``#include`` of the user's files fails; it has no network and runs under the
     wall-clock ``timeout_s``, ``memory_mb`` of address space per process and a 256 MiB file cap.
-    Without bubblewrap the compiler can ``#include`` any file the user can read, and the
+    Without bubblewrap the compiler may change files only in ``workdir`` (Landlock; run as an
+    unprivileged uid when we are root) but can ``#include`` any file it can read, and the
     returned log can show parts of it: keep secrets away from that user.
 
     Args:
@@ -501,34 +721,42 @@ def compile_cpp(source: str, workdir: str, *, flags: tuple[str, ...] = CPP_FLAGS
         flags: compiler flags (default :data:`CPP_FLAGS`: ``-std=gnu++20 -O2 ...``).
         timeout_s: wall-clock limit of the whole compilation in seconds.
         memory_mb: address-space limit of each compiler process in MiB.
-        use_bwrap: as in :class:`NativeLimits`.
+        use_bwrap, allow_unconfined: as in :class:`NativeLimits`.
 
     Returns:
         :class:`CompileResult` (``ok=False`` with the compiler's messages on any failure).
 
     Raises:
-        BackendUnavailable: no g++ (or ``use_bwrap=True`` without bubblewrap).
+        BackendUnavailable: no g++, ``use_bwrap=True`` without bubblewrap, or neither bubblewrap
+            nor Landlock (without ``allow_unconfined``).
     """
     gpp = shutil.which("g++")
     if gpp is None:
         raise BackendUnavailable("g++ is not installed: install it to judge C++ programs")
     gpp = os.path.realpath(gpp)
+    limits = NativeLimits(time_limit_s=timeout_s, kill_after_s=0.0, memory_mb=memory_mb,
+                          output_bytes=256 << 20, allow_fork=True, use_bwrap=use_bwrap,
+                          allow_unconfined=allow_unconfined)
+    backend = _confinement(limits).backend  # refuses before anything is written
+    workdir = os.path.abspath(workdir)
     with open(os.path.join(workdir, "Main.cpp"), "w", encoding="utf-8", errors="surrogatepass") as fh:
         fh.write(source)
-    limits = NativeLimits(time_limit_s=timeout_s, kill_after_s=0.0, memory_mb=memory_mb,
-                          output_bytes=256 << 20, allow_fork=True, use_bwrap=use_bwrap)
-    backend = _backend(use_bwrap)
-    base = "/box" if backend == "bwrap" else workdir
-    program = [gpp, *flags, "-o", f"{base}/a.out", f"{base}/Main.cpp"]
+    # Relative paths: the compiler may run as another uid that cannot walk down to workdir.
+    program = ([gpp, *flags, "-o", "/box/a.out", "/box/Main.cpp"] if backend == "bwrap"
+               else [gpp, *flags, "-o", "a.out", "Main.cpp"])
     log_path = os.path.join(workdir, "compile.log")
     start = time.monotonic()
-    result = _launch(program, limits, binds=[("--bind", workdir, "/box")], chdir_bwrap="/box",
-                     cwd_fallback=workdir, stdin_path=None, stdout_path=os.path.join(workdir, "compile.out"),
-                     stderr_path=log_path)
+    try:
+        result = _launch(program, limits, binds=[("--bind", workdir, "/box")], chdir_bwrap="/box",
+                         cwd_fallback=workdir, stdin_path=None, stdout_path=os.path.join(workdir, "compile.out"),
+                         stderr_path=log_path, tmpdir_fallback=".", tail_bytes=4000)
+    finally:
+        _reclaim(workdir)
     elapsed = time.monotonic() - start
-    log = _tail(log_path, 4000).replace("/box/Main.cpp", "Main.cpp").replace(f"{workdir}/Main.cpp", "Main.cpp")
+    log = result.stderr
+    log = log.replace("/box/Main.cpp", "Main.cpp").replace(f"{workdir}/Main.cpp", "Main.cpp")
     binary = os.path.join(workdir, "a.out")
-    if result.ok and os.path.isfile(binary):
+    if result.ok and os.path.isfile(binary) and not os.path.islink(binary):
         return CompileResult(True, binary, log, elapsed, result.backend)
     if result.status == "time_limit":
         log = f"compilation exceeded {timeout_s:g} s\n" + log
@@ -537,13 +765,33 @@ def compile_cpp(source: str, workdir: str, *, flags: tuple[str, ...] = CPP_FLAGS
     return CompileResult(False, None, log, elapsed, result.backend)
 
 
+def _reclaim(folder: str) -> None:
+    """Give a folder the sandbox uid wrote in back to us (root), with what it holds directly."""
+    if os.geteuid() != 0:
+        return
+    with contextlib.suppress(OSError):
+        if os.lstat(folder).st_uid != 0:
+            os.chown(folder, 0, 0, follow_symlinks=False)
+            os.chmod(folder, 0o700)
+        for name in os.listdir(folder):
+            path = os.path.join(folder, name)
+            info = os.lstat(path)
+            if info.st_uid != 0:
+                os.chown(path, 0, 0, follow_symlinks=False)
+                if stat.S_ISREG(info.st_mode):
+                    os.chmod(path, info.st_mode & 0o755)
+
+
 def run_executable(binary: str, *, stdin_path: str, workdir: str,
                    limits: NativeLimits | None = None) -> NativeResult:
     """Run a compiled program on one input file under :class:`NativeLimits`.
 
     Under bubblewrap the binary is mounted read-only, the working directory is a private empty
-    ``/tmp``, and the program sees only ``/usr`` besides. stdout goes to ``workdir/stdout.txt``
-    and stderr to ``workdir/stderr.txt`` (both capped by ``limits.output_bytes``).
+    ``/tmp``, and the program sees only ``/usr`` besides. Without it the working directory is
+    ``workdir/box``, the only place the program may change files (Landlock), owned by the
+    sandbox uid when we are root. stdout goes to ``workdir/stdout.txt`` and stderr to
+    ``workdir/stderr.txt`` (outside the program's reach; both capped by ``limits.output_bytes``);
+    :attr:`NativeResult.stdout` holds stdout as read back through the descriptor.
 
     Args:
         binary: path of the executable (e.g. :attr:`CompileResult.binary`).
@@ -555,13 +803,22 @@ def run_executable(binary: str, *, stdin_path: str, workdir: str,
         :class:`NativeResult`; never raises for anything the program does.
 
     Raises:
-        BackendUnavailable: ``use_bwrap=True`` without bubblewrap, or no compiler for the launcher.
+        BackendUnavailable: ``use_bwrap=True`` without bubblewrap, neither bubblewrap nor
+            Landlock (without ``allow_unconfined``), or no compiler for the launcher.
         SandboxError: the sandbox process could not be started.
     """
     limits = limits or NativeLimits()
-    backend = _backend(limits.use_bwrap)
+    backend = _confinement(limits).backend
+    workdir = os.path.abspath(workdir)
+    box = os.path.join(workdir, "box")
+    if backend != "bwrap":
+        os.makedirs(box, mode=0o700, exist_ok=True)
     inside = "/.prog" if backend == "bwrap" else os.path.abspath(binary)
-    return _launch([inside], limits, binds=[("--ro-bind", os.path.abspath(binary), "/.prog")],
-                   chdir_bwrap="/tmp", cwd_fallback=workdir, stdin_path=stdin_path,
-                   stdout_path=os.path.join(workdir, "stdout.txt"),
-                   stderr_path=os.path.join(workdir, "stderr.txt"))
+    try:
+        return _launch([inside], limits, binds=[("--ro-bind", os.path.abspath(binary), "/.prog")],
+                       chdir_bwrap="/tmp", cwd_fallback=box if backend != "bwrap" else workdir,
+                       stdin_path=stdin_path, stdout_path=os.path.join(workdir, "stdout.txt"),
+                       stderr_path=os.path.join(workdir, "stderr.txt"))
+    finally:
+        if backend != "bwrap":
+            _reclaim(box)

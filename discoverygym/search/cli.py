@@ -28,7 +28,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from discoverygym.agents.policies import POLICIES
-from discoverygym.envs.registry import ENVS
+from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
 from discoverygym.search.evolution import EvolutionarySearch, SearchConfig, SearchResult
 from discoverygym.search.runlog import RunLog
 from discoverygym.search.selectors import SELECTORS
@@ -80,6 +80,14 @@ _PARAMS: list[tuple[tuple[str, ...], str, Any, Any, str]] = [
         json.loads,
         {},
         "selector arguments as JSON, e.g. '{{\"gamma\": 0.9}}'",
+    ),
+    (
+        ("--task-options",),
+        "env_kwargs",
+        json.loads,
+        {},
+        "options of a program env (AtCoder, denoising, kernels; needs --action-mode code) as JSON, "
+        "e.g. '{{\"n_cases\": 5}}'",
     ),
 ]
 
@@ -253,7 +261,7 @@ def run(args: argparse.Namespace) -> int:
     console = Console()
     display: _Display | None = None
     try:
-        if args.env_id not in ENVS:
+        if args.env_id not in ENVS and args.env_id not in PROGRAM_TASKS:
             raise ValueError(f"unknown env {args.env_id!r}; run `discoverygym list`")
         config = _config_from_args(args)
         display = _Display(console, config.budget, args.log_every)

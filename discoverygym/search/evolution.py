@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from discoverygym.agents.policies import Policy, SamplingContext, make_policy
-from discoverygym.envs.registry import get_problem
+from discoverygym.envs.registry import get_problem, is_program_env, make_task
 from discoverygym.search.archive import Archive, state_record
 from discoverygym.search.checks import ACTION_MODES, check_action_mode, check_kwargs, policy_factory
 from discoverygym.search.executors import EnvSpec, EvalResult, EvalTask, Evaluator, make_evaluator
@@ -107,7 +107,7 @@ class SearchConfig:
                 raise ValueError(  # noqa: TRY004 - every configuration error is a ValueError
                     f"{name} must be a JSON object, got {getattr(self, name)!r}"
                 )
-        get_problem(self.env_id)
+        self.problem()
         rule = selector_class(self.selector)
         check_kwargs(rule, self.selector_kwargs, f"selector_kwargs of {self.selector!r}")
         try:
@@ -118,6 +118,25 @@ class SearchConfig:
             factory = policy_factory(self.policy)
             check_kwargs(factory, self.policy_kwargs, f"policy_kwargs of {self.policy!r}")
             check_action_mode(factory, self.action_mode, self.policy)
+
+    def problem(self) -> Any:
+        """The problem of ``env_id``; for a program env its task built with ``env_kwargs`` (task options).
+
+        Raises:
+            ValueError: unknown env id; a program env with ``action_mode`` other than ``"code"``; a
+                task option the task does not take or rejects.
+        """
+        if not is_program_env(self.env_id):
+            return get_problem(self.env_id)
+        if self.action_mode != "code":
+            raise ValueError(
+                f"{self.env_id} candidates are programs: it needs action_mode 'code' (--action-mode code), "
+                f"not {self.action_mode!r}"
+            )
+        try:
+            return make_task(self.env_id, **self.env_kwargs)
+        except TypeError as exc:
+            raise ValueError(str(exc)) from None
 
     @property
     def budget(self) -> int:
@@ -272,7 +291,7 @@ class EvolutionarySearch:
                 f"{run_dir} already holds a run; pass resume=True (--resume) or use a new run dir"
             )
         self.resume = resume
-        self.problem = problem if problem is not None else get_problem(config.env_id)
+        self.problem = problem if problem is not None else config.problem()
         self.spec = EnvSpec(
             self.problem if problem is not None else config.env_id,
             config.action_mode,

@@ -32,6 +32,7 @@ import numpy as np
 from discoverygym.rewards.ahc.textio import AHCInvalid, read_int, split_tokens
 
 __all__ = [
+    "MAX_OUTPUT_BYTES",
     "MAX_PERIMETER",
     "MAX_VERTICES",
     "D",
@@ -50,6 +51,9 @@ D = 100_000  #: coordinate bound
 N = 5_000  #: mackerels (and sardines) per case
 MAX_VERTICES = 1000
 MAX_PERIMETER = 4 * D
+#: Output cap (bytes): a legal answer is at most 1,001 lines of two numbers (about 14 KB); several
+#: polygons may be printed, but more than this is judged "output too large" (rule ``output_size``).
+MAX_OUTPUT_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -108,16 +112,30 @@ def generate(seed: int, n: int = N, clusters: tuple[int, int] = (10, 25)) -> str
 
 
 def parse_input(text: str) -> Input:
-    """Parse an input file (trusted: generated or official).
+    """Parse an input file (generated or official), checking its shape.
 
     Raises:
-        ValueError: malformed input.
+        ValueError: one line saying what is wrong (not integers, truncated, extra numbers,
+            a coordinate outside [0, 10^5]).
     """
-    values = np.array(text.split(), dtype=np.int64)
-    n = int(values[0])
-    pts = values[1:1 + 4 * n].reshape(2 * n, 2)
-    if pts.shape != (2 * n, 2):
-        raise ValueError("AHC039 input is truncated")
+    tokens = text.split()
+    if not tokens:
+        raise ValueError("AHC039 input is empty")
+    joined = "".join(tokens)
+    if not (joined.isascii() and joined.isdigit()) or max(map(len, tokens)) > 12:
+        bad = next(t for t in tokens if not (t.isascii() and t.isdigit() and len(t) <= 12))
+        raise ValueError(f"AHC039 input: {bad[:40]!r} is not a non-negative integer of at most 12 digits")
+    n = int(tokens[0])
+    if not 1 <= n <= 10**6:
+        raise ValueError(f"AHC039 input: N = {n} is outside [1, 1000000]")
+    expected = 1 + 4 * n
+    if len(tokens) < expected:
+        raise ValueError(f"AHC039 input is truncated: N = {n} needs {expected} numbers, got {len(tokens)}")
+    if len(tokens) > expected:
+        raise ValueError(f"AHC039 input has {len(tokens) - expected} extra numbers after the 2N = {2 * n} points")
+    pts = np.array(tokens[1:], dtype=np.int64).reshape(2 * n, 2)
+    if pts.max() > D:
+        raise ValueError(f"AHC039 input: coordinate {int(pts.max())} is outside [0, {D}]")
     return Input(n, pts)
 
 
@@ -292,8 +310,11 @@ def score_output(inp: Input, text: str) -> int:
 
     Raises:
         AHCInvalid: the first rule broken (the whole output is parsed before the last polygon
-            is checked, as by the tester).
+            is checked, as by the tester); ``output_size`` for text longer than
+            :data:`MAX_OUTPUT_BYTES` (checked first: bounded work whatever the program printed).
     """
+    if len(text) > MAX_OUTPUT_BYTES:
+        raise AHCInvalid("output_size", f"output too large: {len(text)} characters, the cap is {MAX_OUTPUT_BYTES} bytes")
     polys = parse_output(text)
     if not polys:
         return 1

@@ -31,7 +31,11 @@ import numpy as np
 
 from discoverygym.rewards.ahc.textio import AHCInvalid, read_int, split_lines, split_tokens
 
-__all__ = ["Input", "generate", "parse_input", "parse_output", "score_output", "simulate"]
+__all__ = ["MAX_OUTPUT_BYTES", "Input", "generate", "parse_input", "parse_output", "score_output", "simulate"]
+
+#: Output cap (bytes): a legal answer is T = 500 short lines (comments allowed); more than this is
+#: judged "output too large" (rule ``output_size``).
+MAX_OUTPUT_BYTES = 1 << 20
 
 _MASK = (1 << 64) - 1
 _HALF = 1 << 63
@@ -79,17 +83,32 @@ def generate(seed: int, n: int = 10, levels: int = 4, turns: int = 500, k: int =
 
 
 def parse_input(text: str) -> Input:
-    """Parse an input file (trusted).
+    """Parse an input file (generated or official), checking its shape.
 
     Raises:
-        ValueError: malformed input.
+        ValueError: one line saying what is wrong (not integers, truncated, extra numbers,
+            sizes or values out of range).
     """
-    v = [int(x) for x in text.split()]
+    tokens = text.split()
+    if not tokens:
+        raise ValueError("AHC058 input is empty")
+    bad = next((t for t in tokens if not (t.isascii() and t.isdigit() and len(t) <= 18)), None)
+    if bad is not None:
+        raise ValueError(f"AHC058 input: {bad[:40]!r} is not a non-negative integer of at most 18 digits")
+    v = [int(x) for x in tokens]
+    if len(v) < 4:
+        raise ValueError(f"AHC058 input is truncated: the first line needs N L T K, got {len(v)} numbers")
     n, levels, turns, k = v[:4]
+    for name, value, hi in (("N", n, 1000), ("L", levels, 100), ("T", turns, 100_000)):
+        if not 1 <= value <= hi:
+            raise ValueError(f"AHC058 input: {name} = {value} is outside [1, {hi}]")
+    expected = 4 + n + levels * n
+    if len(v) < expected:
+        raise ValueError(f"AHC058 input is truncated: N = {n}, L = {levels} need {expected} numbers, got {len(v)}")
+    if len(v) > expected:
+        raise ValueError(f"AHC058 input has {len(v) - expected} extra numbers after the L x N costs")
     a = tuple(v[4:4 + n])
-    flat = v[4 + n:4 + n + levels * n]
-    if len(a) != n or len(flat) != levels * n:
-        raise ValueError("AHC058 input is truncated")
+    flat = v[4 + n:expected]
     c = tuple(tuple(flat[i * n:(i + 1) * n]) for i in range(levels))
     return Input(n, levels, turns, k, a, c)
 
@@ -158,8 +177,11 @@ def score_output(inp: Input, text: str) -> int:
         The case score (int >= 0).
 
     Raises:
-        AHCInvalid: the first rule broken (see the module docstring).
+        AHCInvalid: the first rule broken (see the module docstring); ``output_size`` for text
+            longer than :data:`MAX_OUTPUT_BYTES` (checked first).
     """
+    if len(text) > MAX_OUTPUT_BYTES:
+        raise AHCInvalid("output_size", f"output too large: {len(text)} characters, the cap is {MAX_OUTPUT_BYTES} bytes")
     apples = simulate(inp, parse_output(inp, text))
     if apples <= 0:
         raise AHCInvalid("nonpositive_apples", f"{apples} apples at the end")

@@ -9,6 +9,8 @@ one failed case makes the submission fail) cases not yet started after a failure
 
 from __future__ import annotations
 
+import dataclasses
+import operator
 import os
 import shutil
 import tempfile
@@ -21,11 +23,12 @@ from typing import Any, Protocol
 from discoverygym.rewards.ahc.textio import AHCInvalid, decode_output
 from discoverygym.rewards.native_sandbox import CPP_FLAGS, NativeLimits, compile_cpp, run_executable
 
-__all__ = ["Case", "CaseResult", "JudgeReport", "ScoringRules", "available_cpus", "judge_program"]
+__all__ = ["Case", "CaseResult", "JudgeReport", "ScoringRules", "available_cpus", "judge_program", "parse_case"]
 
 
 class ScoringRules(Protocol):
-    """What the judge needs from a problem module (``ahc039``, ``ahc058``)."""
+    """What the judge needs from a problem module (``ahc039``, ``ahc058``); a module may also set
+    ``MAX_OUTPUT_BYTES``, the output cap of the problem (it lowers ``limits.output_bytes``)."""
 
     def parse_input(self, text: str) -> Any: ...
     def score_output(self, inp: Any, text: str) -> int: ...
@@ -33,10 +36,12 @@ class ScoringRules(Protocol):
 
 @dataclass(frozen=True)
 class Case:
-    """One test case: ``name`` (e.g. ``"0007"`` or the input file's name) and its input ``text``."""
+    """One test case: ``name`` (e.g. ``"0007"`` or the input file's name), its input ``text`` and
+    optionally ``parsed``, the result of the rules' ``parse_input(text)`` (parsed when missing)."""
 
     name: str
     text: str
+    parsed: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -46,7 +51,8 @@ class CaseResult:
     Attributes:
         case: case name.
         verdict: ``"accepted"``, ``"wrong_answer"`` (a rule broken; ``rule`` names it),
-            ``"time_limit"``, ``"runtime_error"``, ``"memory_limit"``, ``"output_limit"``,
+            ``"time_limit"``, ``"runtime_error"``, ``"memory_limit"``, ``"output_limit"`` (output
+            over the problem's cap: score 0, rule ``output_size``),
             ``"sandbox_error"`` or ``"skipped"`` (not run after an earlier failure).
         score: the case score (int) when accepted, else ``None``.
         message: the reason when not accepted.
@@ -123,7 +129,8 @@ def judge_program(source: str, cases: list[Case], rules: ScoringRules, *, worker
         cases: the cases (input texts are parsed by ``rules.parse_input``).
         rules: module with ``parse_input`` and ``score_output`` (:mod:`.ahc039`, :mod:`.ahc058`).
         workers: cases run at a time (default: CPUs available); capped by the CPUs available.
-        limits: per-case :class:`NativeLimits` (default 2 s, 1 GiB, 64 MiB output).
+        limits: per-case :class:`NativeLimits` (default 2 s, 1 GiB, 64 MiB output; the output
+            cap is lowered to ``rules.MAX_OUTPUT_BYTES`` where the problem sets one).
         stop_on_failure: skip cases not yet started once one case failed.
         compile_timeout_s: wall-clock limit of the compilation.
         flags: g++ flags.
@@ -132,20 +139,32 @@ def judge_program(source: str, cases: list[Case], rules: ScoringRules, *, worker
         :class:`JudgeReport` (never raises for anything the program does).
 
     Raises:
-        BackendUnavailable: g++ missing (or bubblewrap required but missing).
-        ValueError: no cases, or workers < 1.
+        BackendUnavailable: g++ missing, bubblewrap required but missing, or no confinement
+            (neither bubblewrap nor Landlock) without ``limits.allow_unconfined``.
+        ValueError: no cases, workers < 1, or a case whose input does not parse (raised before
+            compiling; the message names the case).
+        TypeError: workers is not an int.
     """
     if not cases:
         raise ValueError("no cases to judge")
-    if workers is not None and workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
+    if workers is not None:
+        if isinstance(workers, bool):
+            raise TypeError(f"workers must be an int, got {workers!r}")
+        workers = operator.index(workers)
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
     limits = limits or NativeLimits()
+    cap = getattr(rules, "MAX_OUTPUT_BYTES", None)
+    if cap is not None and cap < limits.output_bytes:
+        limits = dataclasses.replace(limits, output_bytes=int(cap))
+    cases = [c if c.parsed is not None else dataclasses.replace(c, parsed=parse_case(rules, c.name, c.text))
+             for c in cases]
     root = os.path.realpath(tempfile.mkdtemp(prefix="discoverygym-ahc-"))
     try:
         build = os.path.join(root, "build")
         os.mkdir(build)
         compiled = compile_cpp(source, build, flags=flags, timeout_s=compile_timeout_s,
-                               use_bwrap=limits.use_bwrap)
+                               use_bwrap=limits.use_bwrap, allow_unconfined=limits.allow_unconfined)
         report = JudgeReport(compiled.ok, compiled.log, compile_s=compiled.elapsed_s, backend=compiled.backend)
         if not compiled.ok:
             report.cases = [CaseResult(c.name, "skipped", message="not compiled") for c in cases]
@@ -172,20 +191,36 @@ def judge_program(source: str, cases: list[Case], rules: ScoringRules, *, worker
         shutil.rmtree(root, ignore_errors=True)
 
 
+def parse_case(rules: ScoringRules, name: str, text: str) -> Any:
+    """``rules.parse_input(text)``, any failure turned into one-line ``ValueError`` naming the case.
+
+    Raises:
+        ValueError: ``"case NAME: PROBLEM"``.
+    """
+    try:
+        return rules.parse_input(text)
+    except Exception as exc:  # noqa: BLE001 - whatever the parser raised, name the case
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ValueError(f"case {name}: {detail}") from None
+
+
 def _judge_case(binary: str, case: Case, rules: ScoringRules, limits: NativeLimits, workdir: str) -> CaseResult:
     """Run and score one case in ``workdir`` (removed afterwards)."""
     os.mkdir(workdir)
     try:
         input_path = os.path.join(workdir, "input.txt")
-        with open(input_path, "w") as fh:
+        with open(input_path, "w", encoding="utf-8") as fh:
             fh.write(case.text)
         run = run_executable(binary, stdin_path=input_path, workdir=workdir, limits=limits)
+        if run.status == "output_limit":
+            message = (f"output too large: more than {limits.output_bytes} bytes, this problem's output cap"
+                       " (a valid answer is far smaller)")
+            return CaseResult(case.name, "output_limit", message=message, rule="output_size",
+                              wall_s=run.wall_s, cpu_s=run.cpu_s)
         if not run.ok:
             return CaseResult(case.name, run.status, message=run.message, wall_s=run.wall_s, cpu_s=run.cpu_s)
-        with open(run.stdout_path, "rb") as fh:
-            data = fh.read()
         try:
-            score = rules.score_output(rules.parse_input(case.text), decode_output(data))
+            score = rules.score_output(case.parsed, decode_output(run.stdout[:limits.output_bytes]))
         except AHCInvalid as exc:
             return CaseResult(case.name, "wrong_answer", message=str(exc), rule=exc.rule,
                               wall_s=run.wall_s, cpu_s=run.cpu_s)

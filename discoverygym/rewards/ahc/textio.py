@@ -31,7 +31,7 @@ class AHCInvalid(InvalidSolution):
         rule: short rule id (``"parse"``, ``"range"``, ``"eof"``, ``"axis"``, ``"duplicate"``,
             ``"self_intersection"``, ``"perimeter"``, ``"too_many_tokens"``,
             ``"not_enough_actions"``, ``"insufficient_apples"``, ``"nonpositive_apples"``,
-            ``"not_utf8"``).
+            ``"not_utf8"``, ``"output_size"``).
         message: what is wrong, with the offending value.
     """
 

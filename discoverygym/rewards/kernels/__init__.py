@@ -8,7 +8,9 @@ Modules (each one job; only :mod:`.specs` and :mod:`.static_checks` are importab
 * :mod:`.mla`           MLA-Decode seeded input generator and PyTorch reference (torch).
 * :mod:`.tolerance`     elementwise tolerance check with NaN/inf positions (torch).
 * :mod:`.timing`        CUDA-event timing harness with the GPU MODE stopping rule (torch).
-* :mod:`.runner`        per-candidate subprocess: correctness stage and timing stage, plus the
+* :mod:`.runner`        per-candidate processes: the candidate's process (runs and times the
+                        kernel, writes its outputs as raw bytes), the verifier process (never
+                        imports the candidate; references and tolerance verdict), and the
                         parent-side launcher :func:`.runner.run_stage`.
 
 The environments using these are in :mod:`discoverygym.envs.kernels`.

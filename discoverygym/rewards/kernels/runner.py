@@ -1,37 +1,68 @@
-"""Per-candidate kernel process: correctness stage and timing stage, and the parent's launcher.
+"""Per-candidate kernel processes: the candidate's process, the verifier process, the parent's launcher.
 
-**Isolation.** Each stage of each candidate runs in a fresh Python process
-(``python -m discoverygym.rewards.kernels.runner WORKDIR``) in a new session, with a wall-clock
-timeout after which the whole process group is killed; GPU memory is released when the process
-exits. The working directory, ``HOME``, ``TMPDIR`` and ``TRITON_CACHE_DIR`` point into a private
-temporary directory shared by the two stages of one candidate (so kernels compiled in the
-correctness stage are cached for the timing stage) and removed afterwards.
+**Where the verdict is computed.** Correctness is *never* judged inside the process that runs the
+candidate: a program can patch anything in its own interpreter (``torch.Tensor.__le__``, the
+tolerance function, the harness's own comparison), so a verdict computed there proves nothing.
+Each stage therefore runs two processes side by side:
 
-This is *not* the project sandbox (:func:`discoverygym.rewards.sandbox.run_program`): CUDA needs
-a huge virtual address space (``RLIMIT_AS`` makes ``cuInit`` fail), Triton and
-``torch.utils.cpp_extension`` execute compilers (``ptxas``, ``nvcc``, ``hipcc``) which the
-sandbox's seccomp filter and audit hook refuse, and the GPU device nodes must stay reachable.
-Protection against reward hacks therefore comes from :mod:`.static_checks` (before the process)
-and from the dynamic checks here: reference outputs are computed *before* the candidate module is
-imported; outputs must be plain tensors within tolerance; key torch and timer functions are
-compared by identity before and after the candidate runs; after timing each case is re-checked on
-fresh inputs drawn with a new seed (so a kernel that caches outputs across calls fails). Do not
-run hostile programs on a machine holding secrets.
+* the **candidate process** (``python -m discoverygym.rewards.kernels.runner WORKDIR``) draws the
+  seeded inputs, imports the candidate, calls ``custom_kernel`` and writes each output tensor's raw
+  bytes plus a small JSON description (shape, dtype, device, whether it is a plain tensor) into
+  ``WORKDIR/out/``; then it waits until the verifier has consumed them (one case at a time, so the
+  disk holds one case's outputs and the verifier is idle while the candidate is being timed);
+* the **verifier process** (``python -m discoverygym.rewards.kernels.runner --verify``), started by
+  the parent before the candidate process and never importing the candidate, receives the job from
+  the parent on stdin (not from the candidate's directory), waits for each output, then draws the
+  same inputs, computes the reference, reads the bytes back and applies
+  :func:`.tolerance.compare` (elementwise tolerance, NaN/inf positions). Its verdict goes to the
+  parent through an anonymous file. When it rejects an output it tells the candidate process to
+  stop (``out/stop``).
+
+A wrong output can thus only pass if the *bytes* the candidate writes are the right answer. The
+post-timing re-check on fresh inputs (drawn with a new seed, so a kernel that caches outputs
+across calls fails) goes through the verifier the same way.
+
+**Isolation.** Each process runs in a new session with a wall-clock limit after which its whole
+process group is killed; GPU memory is released when it exits. The candidate's working directory,
+``HOME``, ``TMPDIR`` and ``TRITON_CACHE_DIR`` point into a private temporary directory shared by
+the two stages of one candidate (kernels compiled in the correctness stage are cached for the
+timing stage) and removed afterwards. This is *not* the project sandbox
+(:func:`discoverygym.rewards.sandbox.run_program`): CUDA needs a huge virtual address space
+(``RLIMIT_AS`` makes ``cuInit`` fail), Triton and ``torch.utils.cpp_extension`` execute compilers
+(``ptxas``, ``nvcc``, ``hipcc``) which the sandbox's seccomp filter and audit hook refuse, and the
+GPU device nodes must stay reachable.
+
+**Timing** has to happen in the candidate's process (CUDA events around the call). There the
+runner compares key torch and timer functions by identity before and after the candidate runs,
+requires the default stream to be current, and :mod:`.timing` calls the CUDA event methods
+through references taken when it was imported, before the candidate existed.
+
+**Residual risks** (documented, not closed): the candidate process runs with the evaluator's user
+id and no sandbox, so a program that gets past :mod:`.static_checks` (or uses inline C++/CUDA,
+which is allowed) can do anything that user can: rewrite the package files the verifier imports
+later, signal, ptrace or write into the verifier, leave a daemon behind outside its process group,
+or tamper with the timing in its own process (e.g. through the CUDA driver). Outputs of the timed
+calls themselves are not checked, only the calls before and after timing; a kernel that recognises
+the very same input object and returns a stored result during timing is not caught. Do not run
+hostile programs on a machine holding secrets.
 
 **Stages.** ``check``: every correctness case once (this is where Triton compiles), then one case
 again on fresh inputs. ``time``: every timed case is checked once, timed with
 :func:`.timing.time_kernel`, then re-checked on fresh inputs. Keeping the stages in separate
 processes follows SimpleTES (first-call compilation never lands in a timing process).
 
-The child writes ``result.json`` in the work directory: ``{"ok": bool, "error": str | None,
-"cases": [...], "gpu_name", "platform", "torch", "device"}``.
+:func:`run_stage` returns ``{"ok": bool, "error": str | None, "cases": [...], "gpu_name",
+"platform", "torch", "device"}`` (plus ``harness_error`` / ``backend_unavailable`` /
+``timed_out`` when relevant).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -42,15 +73,42 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-__all__ = ["fresh_seed", "main", "new_workdir", "remove_workdir", "run_stage"]
+__all__ = ["fresh_seed", "main", "new_workdir", "plan", "remove_workdir", "run_stage", "verify_main"]
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
+_VERDICT_PREFIX = "DISCOVERYGYM-VERDICT "
+#: JSON descriptions written by the candidate process are small; anything larger is refused.
+_MAX_META_BYTES = 1 << 16
+_FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+_OTHER_DTYPES = ("int8", "uint8", "int16", "int32", "int64", "bool", "complex64", "complex128")
+_PARTS = {"trimul": ("output",), "mla": ("output", "kv_cache")}
 
 
 def fresh_seed(case_seed: int, eval_seed: int) -> int:
     """Seed of the fresh inputs used to re-check a case (deterministic, differs from the case seed)."""
     s = (int(case_seed) * 7919 + int(eval_seed) + 1) % (2**31 - 1)
     return s + 1 if s == int(case_seed) else s
+
+
+def plan(job: dict) -> list[tuple[Any, int, str]]:
+    """The checked calls of a stage, in order: ``(case, input seed, label)``.
+
+    ``check``: every case, then the first one again on fresh inputs. ``time``: for each case, the
+    call before timing and the call on fresh inputs after timing.
+    """
+    from discoverygym.rewards.kernels.specs import case_from_dict
+
+    seed = int(job.get("seed", 0))
+    cases = [case_from_dict(c) for c in job["cases"]]
+    out = []
+    for case in cases:
+        out.append((case, case.seed, f"case {case.name}"))
+        if job["stage"] == "time":
+            out.append((case, fresh_seed(case.seed, seed), f"case {case.name}, fresh inputs after timing"))
+    if job["stage"] == "check" and cases:
+        c0 = cases[0]
+        out.append((c0, fresh_seed(c0.seed, seed), f"case {c0.name} again, fresh inputs"))
+    return out
 
 
 # ----------------------------------------------------------------------------- parent side
@@ -64,8 +122,45 @@ def remove_workdir(workdir: str) -> None:
     shutil.rmtree(workdir, ignore_errors=True)
 
 
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the group: compiler children, stray threads
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
+def _device_env(env: dict, device: str) -> dict:
+    if device == "cpu":
+        env["TRITON_INTERPRET"] = "1"  # Triton kernels run in its NumPy interpreter on CPU tensors
+        env.setdefault("CUDA_VISIBLE_DEVICES", "")
+    else:
+        env.pop("TRITON_INTERPRET", None)
+    return env
+
+
+def _tail(fh: Any, n: int = 2000) -> str:
+    fh.seek(0, os.SEEK_END)
+    size = fh.tell()
+    fh.seek(max(0, size - n))
+    return fh.read().decode("utf-8", "replace")
+
+
+def _read_verdict(out: Any) -> dict | None:
+    out.seek(0)
+    text = out.read().decode("utf-8", "replace")
+    lines = [ln for ln in text.splitlines() if ln.startswith(_VERDICT_PREFIX)]
+    if not lines:
+        return None
+    try:
+        verdict = json.loads(lines[-1][len(_VERDICT_PREFIX) :])
+    except ValueError:
+        return None
+    return verdict if isinstance(verdict, dict) else None
+
+
 def run_stage(source: str, job: dict, workdir: str, timeout_s: float) -> dict:
-    """Run one stage of a candidate in its own process and return the child's result.
+    """Run one stage of a candidate (candidate process + verifier process) and return the result.
 
     Args:
         source: the candidate program (already statically checked).
@@ -75,98 +170,207 @@ def run_stage(source: str, job: dict, workdir: str, timeout_s: float) -> dict:
         timeout_s: wall-clock limit of the whole stage, process start and imports included.
 
     Returns:
-        The child's result dict; on timeout or crash ``{"ok": False, "error": ...}`` with the
-        last lines of stderr, ``timed_out`` and ``returncode``.
+        ``{"ok", "error", "cases", "gpu_name", "platform", "torch", "device"}``; on failure
+        ``{"ok": False, "error": ...}`` naming the first failing case (or the crash / timeout,
+        with the last lines of stderr, ``timed_out`` and ``returncode``); ``harness_error`` and
+        ``backend_unavailable`` when the harness failed before the program ran.
     """
     work = Path(workdir)
     (work / "candidate.py").write_text(source)
     (work / "job.json").write_text(json.dumps(job))
     result_path = work / "result.json"
     result_path.unlink(missing_ok=True)
+    shutil.rmtree(work / "out", ignore_errors=True)
+    (work / "out").mkdir()
     (work / "tmp").mkdir(exist_ok=True)
-    env = dict(os.environ)
-    env.update(
-        HOME=str(work),
-        TMPDIR=str(work / "tmp"),
-        TRITON_CACHE_DIR=str(work / "triton_cache"),
-        PYTHONPATH=os.pathsep.join(p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH")) if p),
-        PYTHONDONTWRITEBYTECODE="1",
-    )
-    if job["device"] == "cpu":
-        env["TRITON_INTERPRET"] = "1"  # Triton kernels run in its NumPy interpreter on CPU tensors
-        env.setdefault("CUDA_VISIBLE_DEVICES", "")
-    else:
-        env.pop("TRITON_INTERPRET", None)
+    pythonpath = os.pathsep.join(p for p in (_PACKAGE_PARENT, os.environ.get("PYTHONPATH")) if p)
     stage = job["stage"]
-    with open(work / f"{stage}.out", "wb") as out, open(work / f"{stage}.err", "wb") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "discoverygym.rewards.kernels.runner", str(work)],
-            cwd=work,
-            env=env,
-            stdout=out,
-            stderr=err,
-            stdin=subprocess.DEVNULL,
+    deadline = time.monotonic() + timeout_s
+
+    # The verifier: job on stdin, verdict and stderr in anonymous files, cwd outside the workdir.
+    venv = _device_env({**os.environ, "PYTHONPATH": pythonpath, "PYTHONDONTWRITEBYTECODE": "1"}, job["device"])
+    with tempfile.TemporaryFile() as vout, tempfile.TemporaryFile() as verr:
+        verifier = subprocess.Popen(
+            [sys.executable, "-m", "discoverygym.rewards.kernels.runner", "--verify"],
+            cwd=_PACKAGE_PARENT,
+            env=venv,
+            stdin=subprocess.PIPE,
+            stdout=vout,
+            stderr=verr,
             start_new_session=True,
         )
-        timed_out = False
         try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        finally:
+            verifier.stdin.write(json.dumps({"job": job, "out": str(work / "out")}).encode() + b"\n")
+            verifier.stdin.flush()
+        except OSError:
+            pass
+        env = dict(os.environ)
+        env.update(
+            HOME=str(work),
+            TMPDIR=str(work / "tmp"),
+            TRITON_CACHE_DIR=str(work / "triton_cache"),
+            PYTHONPATH=pythonpath,
+            PYTHONDONTWRITEBYTECODE="1",
+        )
+        _device_env(env, job["device"])
+        with open(work / f"{stage}.out", "wb") as out, open(work / f"{stage}.err", "wb") as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "discoverygym.rewards.kernels.runner", str(work)],
+                cwd=work,
+                env=env,
+                stdout=out,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            timed_out = False
             try:
-                os.killpg(proc.pid, signal.SIGKILL)  # the group: compiler children, stray threads
-            except (ProcessLookupError, PermissionError):
-                pass
-            proc.wait()
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            finally:
+                _kill_group(proc)
+        # The candidate is gone: tell the verifier (EOF), let it finish the output in hand.
+        try:
+            verifier.stdin.close()
+        except OSError:
+            pass
+        try:
+            verifier.wait(timeout=0.1 if timed_out else max(30.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+        _kill_group(verifier)
+        verdict = _read_verdict(vout)
+        verifier_err = _tail(verr)
     stderr_tail = (work / f"{stage}.err").read_bytes()[-2000:].decode("utf-8", "replace")
+    try:
+        child = json.loads(result_path.read_text())
+        if not isinstance(child, dict):
+            raise ValueError
+    except (OSError, ValueError):
+        child = None
+    return _merge(job, plan(job), verdict, verifier_err, child, stderr_tail, timed_out, proc.returncode, timeout_s)
+
+
+def _merge(
+    job: dict,
+    calls: list,
+    verdict: dict | None,
+    verifier_err: str,
+    child: dict | None,
+    stderr_tail: str,
+    timed_out: bool,
+    returncode: int | None,
+    timeout_s: float,
+) -> dict:
+    stage = job["stage"]
+    verdict = verdict or {}
+    if verdict.get("harness_error") or verdict.get("backend_unavailable"):
+        return {**verdict, "ok": False, "stderr": stderr_tail}
+    if child is not None and (child.get("harness_error") or child.get("backend_unavailable")):
+        return {**child, "ok": False, "stderr": stderr_tail}
+    if verdict.get("rejected"):
+        return {"ok": False, "error": verdict["error"], "stderr": stderr_tail}
     if timed_out:
         return {
             "ok": False,
             "error": f"the {stage} stage timed out after {timeout_s:g} s",
             "timed_out": True,
-            "returncode": proc.returncode,
+            "returncode": returncode,
             "stderr": stderr_tail,
         }
-    try:
-        result = json.loads(result_path.read_text())
-    except (OSError, ValueError):
+    if child is None:
         return {
             "ok": False,
             "timed_out": False,
-            "returncode": proc.returncode,
+            "returncode": returncode,
             "stderr": stderr_tail,
-            "error": f"the {stage} stage crashed (exit code {proc.returncode}) before reporting: "
+            "error": f"the {stage} stage crashed (exit code {returncode}) before reporting: "
             f"{stderr_tail.strip().splitlines()[-1] if stderr_tail.strip() else 'no output'}",
         }
-    result.setdefault("stderr", stderr_tail)
-    return result
+    if not child.get("ok"):
+        return {**child, "ok": False, "stderr": stderr_tail}
+    if not verdict:
+        last = verifier_err.strip().splitlines()[-1] if verifier_err.strip() else "no output"
+        return {"ok": False, "error": f"the verifier process ended without a verdict: {last}", "stderr": stderr_tail}
+    if not verdict.get("ok"):
+        return {"ok": False, "error": verdict.get("error") or "the verifier rejected the outputs", "stderr": stderr_tail}
+    errs = verdict.get("max_abs_err") or []
+    if len(errs) != len(calls):
+        return {"ok": False, "error": "harness error: the verifier checked the wrong number of outputs", "harness_error": True}
+    info = {k: child.get(k) for k in ("gpu_name", "platform", "torch", "device")}
+    if stage == "check":
+        cases = [{"case": c.name, "seed": s, "max_abs_err": e} for (c, s, _), e in zip(calls, errs)]
+    else:
+        timings = child.get("timings") or []
+        if len(timings) != len(calls) // 2:
+            return {"ok": False, "error": "the timing stage reported the wrong number of cases", "stderr": stderr_tail}
+        cases = []
+        for i, t in enumerate(timings):
+            (case, s, _), (_, s2, _) = calls[2 * i], calls[2 * i + 1]
+            cases.append(
+                {
+                    "case": case.name,
+                    "seed": s,
+                    "fresh_seed": s2,
+                    "max_abs_err": max(errs[2 * i], errs[2 * i + 1]),
+                    **{k: t[k] for k in ("mean_us", "std_us", "stderr_us", "n")},
+                }
+            )
+    return {"ok": True, "error": None, "cases": cases, **info, "stderr": stderr_tail}
 
 
-# ----------------------------------------------------------------------------- child side
-def _problem(name: str) -> tuple[Any, Any, tuple[float, float], Any]:
+# ----------------------------------------------------------------------------- shared by children
+def _problem(name: str) -> tuple[Any, Any, tuple[float, float]]:
     from discoverygym.rewards.kernels import mla, specs, trimul
 
     if name == "trimul":
-        return trimul.generate_input, trimul.reference, specs.TRIMUL_TOLERANCE, lambda v: [("output", v)]
-
-    def split(v: Any) -> list:
-        if not isinstance(v, (tuple, list)) or len(v) != 2:
-            raise _Fail(
-                f"custom_kernel must return (output, kv_cache), got {type(v).__name__}"
-                + (f" of length {len(v)}" if isinstance(v, (tuple, list)) else "")
-            )
-        return [("output", v[0]), ("kv_cache", v[1])]
-
-    return mla.generate_input, mla.reference, specs.MLA_TOLERANCE, split
+        return trimul.generate_input, trimul.reference, specs.TRIMUL_TOLERANCE
+    return mla.generate_input, mla.reference, specs.MLA_TOLERANCE
 
 
+def _require_device(device: str) -> None:
+    """BackendUnavailable when ``device`` is a GPU that torch cannot use (before anything else)."""
+    import torch
+
+    from discoverygym.errors import BackendUnavailable
+
+    if str(device).startswith("cuda") and not torch.cuda.is_available():
+        build = "CPU-only build" if torch.version.cuda is None and torch.version.hip is None else "GPU build"
+        raise BackendUnavailable(
+            f"device={device!r} was requested but torch.cuda.is_available() is False (torch "
+            f"{torch.__version__}, {build}); use device='cpu' (--device cpu) for the CPU-scale "
+            "correctness checks, or run on a machine with an NVIDIA CUDA or AMD ROCm GPU"
+        )
+
+
+def _failure_result(exc: BaseException, harness: bool) -> dict:
+    return {
+        "ok": False,
+        "harness_error": harness,
+        "backend_unavailable": type(exc).__name__ == "BackendUnavailable",
+        "traceback": traceback.format_exc()[-3000:],
+        "error": (
+            f"harness error: {type(exc).__name__}: {exc}"
+            if harness
+            else f"error after the program was loaded: {type(exc).__name__}: {str(exc)[:500]}"
+        ),
+    }
+
+
+# ----------------------------------------------------------------------------- candidate process
 class _Fail(Exception):
     """A candidate failure with a message for the agent."""
 
 
+class _Stopped(Exception):
+    """The verifier rejected an output: stop quietly (the verdict carries the message)."""
+
+
 #: set once the candidate module starts executing: later unexpected errors are the candidate's.
 _LOADED = {"value": False}
+#: taken at import, before any candidate code exists in this process.
+_sleep, _exists, _replace = time.sleep, os.path.exists, os.replace
 
 
 def _guarded() -> dict[str, Any]:
@@ -184,9 +388,12 @@ def _guarded() -> dict[str, Any]:
         "torch.where": torch.where,
         "torch.Tensor.__matmul__": torch.Tensor.__matmul__,
         "torch.Tensor.to": torch.Tensor.to,
+        "torch.Tensor.contiguous": torch.Tensor.contiguous,
+        "torch.Tensor.cpu": torch.Tensor.cpu,
         "F.layer_norm": F.layer_norm,
         "torch.Tensor.abs": torch.Tensor.abs,
         "torch.cuda.synchronize": torch.cuda.synchronize,
+        "torch.cuda.current_stream": torch.cuda.current_stream,
         "torch.cuda.Event": torch.cuda.Event,
     }
     out["torch.cuda.Event.record"] = torch.cuda.Event.record
@@ -207,53 +414,58 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _compare(split: Any, value: Any, refs: list, tol: tuple[float, float], label: str) -> float:
-    from discoverygym.rewards.kernels.tolerance import compare
+def _emit(out_dir: Path, k: int, value: Any, problem: str, label: str) -> None:
+    """Write output ``k``'s tensors as raw bytes + a JSON description; wait for the verifier."""
+    import torch
 
-    parts = split(value)
-    worst = 0.0
-    for (name, got), (_, want) in zip(parts, refs):
-        verdict = compare(got, want, tol[0], tol[1], name)
-        if not verdict["ok"]:
-            raise _Fail(f"{label}: {verdict['message']}")
-        worst = max(worst, verdict["max_abs_err"] or 0.0)
-    return worst
+    names = _PARTS[problem]
+    if problem == "mla":
+        if not isinstance(value, (tuple, list)) or len(value) != 2:
+            raise _Fail(
+                f"{label}: custom_kernel must return (output, kv_cache), got {type(value).__name__}"
+                + (f" of length {len(value)}" if isinstance(value, (tuple, list)) else "")
+            )
+        parts = list(zip(names, value))
+    else:
+        parts = [("output", value)]
+    meta = []
+    for name, t in parts:
+        entry: dict[str, Any] = {"name": name, "plain": type(t) is torch.Tensor}
+        entry["kind"] = (
+            "a torch.Tensor subclass" if isinstance(t, torch.Tensor) and not entry["plain"] else type(t).__name__
+        )
+        if entry["plain"]:
+            t = t.detach()
+            entry.update(shape=list(t.shape), dtype=str(t.dtype).removeprefix("torch."), device=str(t.device))
+            flat = t.contiguous().cpu().reshape(-1)
+            flat.view(torch.uint8).numpy().tofile(out_dir / f"{k}.{name}.bin")
+        meta.append(entry)
+    tmp = out_dir / f"{k}.json.tmp"
+    tmp.write_text(json.dumps(meta))
+    _replace(tmp, out_dir / f"{k}.json")
+    while _exists(out_dir / f"{k}.json"):  # the verifier removes it once checked
+        if _exists(out_dir / "stop"):
+            raise _Stopped
+        _sleep(0.005)
+    if _exists(out_dir / "stop"):
+        raise _Stopped
 
 
 def _run(job: dict, work: Path) -> dict:
     import torch
 
-    from discoverygym.rewards.kernels.specs import case_from_dict
     from discoverygym.rewards.kernels.timing import gpu_info, require_gpu, time_kernel
 
-    device, stage, seed = job["device"], job["stage"], int(job.get("seed", 0))
-    cases = [case_from_dict(c) for c in job["cases"]]
-    generate, reference, tol, split = _problem(job["problem"])
+    device, stage, problem = job["device"], job["stage"], job["problem"]
+    _require_device(device)
+    generate, _, _ = _problem(problem)
     info = gpu_info(device)
     if stage == "time" and job.get("timing", {}).get("clock", "cuda") == "cuda":
         require_gpu(device)
-    torch.manual_seed(seed)
-    ref_split = (
-        (lambda v: [("output", v)])
-        if job["problem"] == "trimul"
-        else (lambda v: list(zip(("output", "kv_cache"), v)))
-    )
-    # 1. Reference outputs first, before any candidate code exists in this process.
-    plan = []  # (case, seed for inputs, label)
-    for case in cases:
-        plan.append((case, case.seed, f"case {case.name}"))
-        if stage == "time":
-            plan.append((case, fresh_seed(case.seed, seed), f"case {case.name}, fresh inputs after timing"))
-    if stage == "check" and cases:
-        c0 = cases[0]
-        plan.append((c0, fresh_seed(c0.seed, seed), f"case {c0.name} again, fresh inputs"))
-    refs = []
-    for case, s, _ in plan:
-        with torch.no_grad():
-            refs.append(ref_split(reference(generate(case, device, seed=s))))
-    _sync(device)
+    torch.manual_seed(int(job.get("seed", 0)))
+    calls = plan(job)
+    out_dir = work / "out"
     guards = _guarded()
-    # 2. The candidate.
     spec = importlib.util.spec_from_file_location("candidate", work / "candidate.py")
     module = importlib.util.module_from_spec(spec)
     _LOADED["value"] = True
@@ -266,27 +478,30 @@ def _run(job: dict, work: Path) -> dict:
     if not callable(fn):
         raise _Fail("the program does not define a callable `custom_kernel(data)`")
 
-    def call(case: Any, s: int, label: str, ref: list) -> tuple[Any, float]:
+    def call(k: int) -> Any:
+        case, s, label = calls[k]
         data = generate(case, device, seed=s)
         try:
             value = fn(data)
             _sync(device)
         except Exception as exc:  # noqa: BLE001 - reported to the agent
             raise _Fail(f"{label}: custom_kernel raised {type(exc).__name__}: {str(exc)[:500]}") from None
-        _check_guards(guards)  # before comparing: the comparison itself uses guarded functions
-        return data, _compare(split, value, ref, tol, label)
+        _check_guards(guards)
+        _emit(out_dir, k, value, problem, label)
+        del value
+        return data
 
-    results = []
+    timings = []
     if stage == "check":
-        for (case, s, label), ref in zip(plan, refs):
-            _, err = call(case, s, label, ref)
-            results.append({"case": case.name, "seed": s, "max_abs_err": err})
-            _check_guards(guards)
+        for k in range(len(calls)):
+            call(k)
     else:
         timing = job.get("timing", {})
-        for i, case in enumerate(cases):
-            (_, s, label), ref = plan[2 * i], refs[2 * i]
-            data, err = call(case, s, label, ref)
+        for i in range(len(calls) // 2):
+            data = call(2 * i)
+            label = calls[2 * i][2]
+            if device.startswith("cuda") and torch.cuda.current_stream() != torch.cuda.default_stream():
+                raise _Fail(f"{label}: the program changed the current CUDA stream")
             try:
                 t = time_kernel(fn, data, device=device, **timing)
             except Exception as exc:  # noqa: BLE001
@@ -295,52 +510,169 @@ def _run(job: dict, work: Path) -> dict:
                 ) from None
             del data
             _check_guards(guards)
-            (_, s2, label2), ref2 = plan[2 * i + 1], refs[2 * i + 1]
-            _, err2 = call(case, s2, label2, ref2)
-            results.append(
-                {
-                    "case": case.name,
-                    "seed": s,
-                    "fresh_seed": s2,
-                    "max_abs_err": max(err, err2),
-                    **{k: t[k] for k in ("mean_us", "std_us", "stderr_us", "n")},
-                }
-            )
+            call(2 * i + 1)
+            timings.append({k: t[k] for k in ("mean_us", "std_us", "stderr_us", "n")})
             if device.startswith("cuda"):
                 torch.cuda.empty_cache()
-    return {"ok": True, "error": None, "cases": results, "device": device, **info}
+    return {"ok": True, "error": None, "timings": timings, "device": device, **info}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Child entry point: ``python -m discoverygym.rewards.kernels.runner WORKDIR``.
+    """Entry point: ``python -m discoverygym.rewards.kernels.runner WORKDIR`` (candidate process)
+    or ``... --verify`` (verifier process, job on stdin; see :func:`verify_main`).
 
-    Reads ``WORKDIR/job.json`` and ``WORKDIR/candidate.py``, writes ``WORKDIR/result.json``.
+    The candidate process reads ``WORKDIR/job.json`` and ``WORKDIR/candidate.py``, writes outputs
+    into ``WORKDIR/out/`` and ``WORKDIR/result.json`` (timings, errors; never a verdict).
     Returns the exit status (0 whenever a result was written).
     """
-    work = Path((argv or sys.argv[1:])[0])
+    args = argv if argv is not None else sys.argv[1:]
+    if args and args[0] == "--verify":
+        return verify_main()
+    work = Path(args[0])
     job = json.loads((work / "job.json").read_text())
     try:
         result = _run(job, work)
+    except _Stopped:
+        result = {"ok": False, "error": "stopped: the verifier rejected an output", "stopped": True}
     except _Fail as exc:
         result = {"ok": False, "error": str(exc)}
     except Exception as exc:  # noqa: BLE001 - reported verbatim
         # Before the candidate ran, an exception is the harness's or the backend's (no GPU, out of
-        # memory in the reference); afterwards the candidate may have broken the process state.
-        harness = not _LOADED["value"]
-        result = {
-            "ok": False,
-            "harness_error": harness,
-            "backend_unavailable": type(exc).__name__ == "BackendUnavailable",
-            "traceback": traceback.format_exc()[-3000:],
-            "error": (
-                f"harness error: {type(exc).__name__}: {exc}"
-                if harness
-                else f"error after the program was loaded: {type(exc).__name__}: {str(exc)[:500]}"
-            ),
-        }
+        # memory); afterwards the candidate may have broken the process state.
+        result = _failure_result(exc, harness=not _LOADED["value"])
     tmp = work / "result.json.tmp"
     tmp.write_text(json.dumps(result, default=float))
     os.replace(tmp, work / "result.json")
+    return 0
+
+
+# ----------------------------------------------------------------------------- verifier process
+class _Reject(Exception):
+    """An output failed the check (message for the agent)."""
+
+
+def _load_part(out_dir: Path, k: int, entry: Any, name: str, ref: Any) -> Any:
+    """The candidate's tensor ``name`` of output ``k`` read back from its bytes, on ``ref``'s device."""
+    import numpy as np
+    import torch
+
+    if not isinstance(entry, dict) or entry.get("name") != name:
+        raise _Reject(f"{name}: missing from the output")
+    if not entry.get("plain"):
+        kind = entry.get("kind") if isinstance(entry.get("kind"), str) else "something else"
+        raise _Reject(f"{name} must be a plain torch.Tensor, got {kind[:80]}")
+    shape, dtype_name, device = entry.get("shape"), entry.get("dtype"), entry.get("device")
+    if not (isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape)):
+        raise _Reject(f"{name}: malformed shape description")
+    if tuple(shape) != tuple(ref.shape):
+        raise _Reject(f"{name} has shape {tuple(shape)}, expected {tuple(ref.shape)}")
+    if dtype_name not in _FLOAT_DTYPES:
+        raise _Reject(f"{name} has dtype torch.{str(dtype_name)[:40]}, a floating dtype is expected")
+    try:
+        same_device = torch.device(str(device)) == ref.device
+    except (RuntimeError, ValueError):
+        same_device = False
+    if not same_device:
+        raise _Reject(f"{name} is on {str(device)[:40]}, expected {ref.device}")
+    dtype = getattr(torch, dtype_name)
+    nbytes = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+    path = out_dir / f"{k}.{name}.bin"
+    if path.is_symlink() or not path.is_file() or path.stat().st_size != nbytes:
+        raise _Reject(f"{name}: the output bytes are missing or have the wrong size")
+    raw = np.fromfile(path, dtype=np.uint8, count=nbytes)
+    if raw.size != nbytes:
+        raise _Reject(f"{name}: the output bytes are missing or have the wrong size")
+    return torch.from_numpy(raw).view(dtype).reshape(shape).to(ref.device)
+
+
+def _wait_for(path: Path, stdin_fd: int, eof: list) -> bool:
+    """Wait until ``path`` exists; False once the parent closed stdin and it still does not."""
+    while not path.exists():
+        if eof[0]:
+            return path.exists()
+        ready, _, _ = select.select([stdin_fd], [], [], 0.01)
+        if ready and not os.read(stdin_fd, 4096):
+            eof[0] = True
+    return True
+
+
+def _verify(job: dict, out_dir: Path, stdin_fd: int) -> dict:
+    import torch
+
+    from discoverygym.rewards.kernels.tolerance import compare
+
+    device, problem = job["device"], job["problem"]
+    _require_device(device)
+    generate, reference, tol = _problem(problem)
+    names = _PARTS[problem]
+    calls = plan(job)
+    eof = [False]
+    errs: list[float] = []
+    for k, (case, s, label) in enumerate(calls):
+        meta_path = out_dir / f"{k}.json"
+        if not _wait_for(meta_path, stdin_fd, eof):
+            return {"ok": False, "error": f"{label}: the program produced no output", "max_abs_err": errs}
+        try:
+            try:
+                if meta_path.is_symlink() or meta_path.stat().st_size > _MAX_META_BYTES:
+                    raise ValueError
+                meta = json.loads(meta_path.read_text())
+                if not isinstance(meta, list):
+                    raise ValueError
+            except (OSError, ValueError):
+                raise _Reject("the output description is malformed") from None
+            with torch.no_grad():
+                ref = reference(generate(case, device, seed=s))
+                refs = [ref] if problem == "trimul" else list(ref)
+                worst = 0.0
+                for i, (name, want) in enumerate(zip(names, refs)):
+                    got = _load_part(out_dir, k, meta[i] if i < len(meta) else None, name, want)
+                    verdict = compare(got, want, tol[0], tol[1], name)
+                    if not verdict["ok"]:
+                        raise _Reject(verdict["message"])
+                    worst = max(worst, verdict["max_abs_err"] or 0.0)
+                    del got
+                del ref, refs, want
+        except _Reject as exc:
+            (out_dir / "stop").touch()
+            return {"ok": False, "rejected": True, "error": f"{label}: {exc}", "max_abs_err": errs}
+        finally:
+            for name in names:
+                (out_dir / f"{k}.{name}.bin").unlink(missing_ok=True)
+            if device.startswith("cuda"):
+                torch.cuda.empty_cache()
+            meta_path.unlink(missing_ok=True)  # the acknowledgement: the candidate goes on
+        errs.append(worst)
+    return {"ok": True, "error": None, "max_abs_err": errs}
+
+
+def verify_main() -> int:
+    """Verifier entry point: one JSON line ``{"job": ..., "out": OUT_DIR}`` on stdin; stdin's EOF
+    means the candidate process is gone. Prints ``DISCOVERYGYM-VERDICT {json}`` on stdout.
+
+    Never imports the candidate; draws the inputs and computes the references itself.
+    """
+    fd = sys.stdin.fileno()
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = os.read(fd, 1)
+        if not chunk:
+            break
+        line += chunk
+    out_dir = None
+    try:
+        request = json.loads(line)
+        out_dir = Path(request["out"])
+        result = _verify(request["job"], out_dir, fd)
+    except Exception as exc:  # noqa: BLE001 - the harness's own failure, reported verbatim
+        result = _failure_result(exc, harness=True)
+    if out_dir is not None and not result.get("ok"):
+        try:
+            (out_dir / "stop").touch()
+        except OSError:
+            pass
+    sys.stdout.write(_VERDICT_PREFIX + json.dumps(result, default=float) + "\n")
+    sys.stdout.flush()
     return 0
 
 

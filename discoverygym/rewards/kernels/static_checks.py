@@ -9,9 +9,12 @@ reward hacks reported by TTT-Discover and SimpleTES):
 * **Calling the reference or the harness**: importing anything but the allowed modules
   (:data:`ALLOWED_MODULES`: torch, triton, numpy, math and a few pure standard-library helpers),
   or naming ``ref_kernel`` / ``generate_input`` / ``check_implementation`` / ``discoverygym``.
-* **Patching timers or torch functions**: assigning to or deleting an attribute of an imported
-  module (``torch.matmul = ...``, ``torch.backends.cuda.matmul.allow_tf32 = True``), ``setattr``
-  / ``delattr``, CUDA events and streams (work on a side stream escapes the default-stream events).
+* **Patching timers or torch functions**: assigning to or deleting *any* attribute (``torch.matmul
+  = ...``, ``T = torch.Tensor; T.__le__ = ...``, ``type(x).add = ...``,
+  ``torch.backends.cuda.matmul.allow_tf32 = True``) or assigning into an attribute's item
+  (``torch.x.table[k] = ...``); the one exception is ``self.<name> = ...`` inside a method whose
+  first parameter is ``self``. Also ``setattr`` / ``delattr``, CUDA events and streams (work on a
+  side stream escapes the default-stream events).
 * **Returning cached tensors across calls**: ``global`` / ``nonlocal`` state and memoising
   decorators (``functools.cache`` / ``lru_cache``). A cache hidden elsewhere (a mutable default
   argument) is caught dynamically: outputs are re-checked on fresh inputs after timing.
@@ -19,13 +22,21 @@ reward hacks reported by TTT-Discover and SimpleTES):
   ``__torch_dispatch__``, ``as_subclass`` / ``_make_subclass``; outputs must also be plain tensors.
 * **Fallbacks**: any ``try`` statement (a failing fast path silently falling back to PyTorch).
 * **Escaping the checks**: the builtins ``eval``/``exec``/``compile``/``__import__``/``open``/
-  ``getattr``/``globals``/``vars``, dunder attributes that reach interpreter internals
-  (``__globals__``, ``__code__``, ``__subclasses__``, ``__builtins__``), and modules that torch
-  re-exports as attributes (``torch.sys``, ``torch.os``, ``torch.inspect``...).
+  ``getattr``/``globals``/``vars``; getattr-likes that look attributes up by a (string-built)
+  name or evaluate strings (``operator.attrgetter`` / ``methodcaller``, ``inspect.getattr_static``,
+  ``typing.get_type_hints``, ``functools.update_wrapper`` / ``wraps``); every dunder attribute or
+  name except ``__init__``/``__name__``/``__qualname__``/``__doc__``/``__version__``/
+  ``__post_init__`` (``__globals__``, ``__builtins__``, ``__dict__``, ``__class__``,
+  ``__subclasses__``, ``__mro__``, operator slots such as ``__le__``...), string constants and
+  ``match`` class patterns naming them; and modules that torch re-exports as attributes
+  (``torch.sys``, ``torch.os``, ``torch.inspect``, ``numpy.ctypeslib``...).
 
 These are deliberately strict and syntactic: they can be evaded by a determined program (e.g.
-through a C extension compiled with ``torch.utils.cpp_extension``), which the dynamic checks in
-the runner partly cover; they are not a security boundary.
+through a C extension compiled with ``torch.utils.cpp_extension``, which is allowed); they are not a
+security boundary. Correctness does not rest on them: the verdict is computed in a separate
+verifier process that never imports the candidate (see :mod:`discoverygym.rewards.kernels.runner`),
+so patching the comparison inside the candidate's process achieves nothing. They mainly protect
+the timing, which must run in the candidate's process.
 """
 
 from __future__ import annotations
@@ -81,6 +92,16 @@ _ATTR_ESCAPES = {
     "__subclasses__",
     "__closure__",
     "__dict__",
+    "__class__",
+    "__mro__",
+    "__bases__",
+    "__base__",
+    "__reduce__",
+    "__reduce_ex__",
+    "__import__",
+    "__getattr__",
+    "__init_subclass__",
+    "__set_name__",
     "__loader__",
     "__spec__",
     "__self__",
@@ -92,6 +113,25 @@ _ATTR_ESCAPES = {
     "gi_frame",
     "cr_frame",
 }
+#: getattr-likes: they look attributes up by a (possibly string-built) name, and helpers that
+#: evaluate strings or copy one object's namespace onto another.
+_GETATTR_LIKES = {
+    "attrgetter",
+    "methodcaller",
+    "getattr_static",
+    "update_wrapper",
+    "wraps",
+    "get_type_hints",
+    "ForwardRef",
+    "_eval_type",
+    "evaluate_forward_ref",
+    "get_annotations",
+    "ctypeslib",
+    "load_library",
+}
+#: dunder attributes that ordinary kernel code uses; every other ``x.__name__``-style attribute
+#: is refused (they reach interpreter internals or patch operators, e.g. ``T.__le__ = ...``).
+_DUNDER_OK = {"__init__", "__name__", "__qualname__", "__doc__", "__version__", "__post_init__"}
 #: modules that torch/triton re-export as attributes (``torch.sys``, ``torch.os``...); refused as
 #: attributes and as ``from torch import sys`` (they would undo the import allow-list).
 _MODULE_ESCAPES = {
@@ -148,6 +188,40 @@ def _dotted(node: ast.AST) -> str:
     return ".".join(reversed(parts))
 
 
+def _self_attributes(tree: ast.AST) -> tuple[set[int], set[int]]:
+    """ids of the ``self.<name>`` attribute nodes that may be assigned (stores) or assigned into.
+
+    Only inside a function defined directly in a class body whose first parameter is ``self`` and
+    which never rebinds ``self``; only ``self.<plain name>`` (not ``self.a.b``, not dunders).
+    """
+    stores: set[int] = set()
+    reads: set[int] = set()
+    for cls in ast.walk(tree):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for fn in cls.body:
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            args = fn.args.posonlyargs + fn.args.args
+            if not args or args[0].arg != "self":
+                continue
+            nodes = list(ast.walk(fn))
+            rebinds = any(
+                isinstance(n, ast.Name) and n.id == "self" and not isinstance(n.ctx, ast.Load) for n in nodes
+            ) or any(isinstance(n, ast.arg) and n.arg == "self" and n is not args[0] for n in nodes)
+            if rebinds:
+                continue
+            for n in nodes:
+                if (
+                    isinstance(n, ast.Attribute)
+                    and isinstance(n.value, ast.Name)
+                    and n.value.id == "self"
+                    and not (n.attr.startswith("__") and n.attr.endswith("__"))
+                ):
+                    (stores if not isinstance(n.ctx, ast.Load) else reads).add(id(n))
+    return stores, reads
+
+
 def violations(source: str, entry: str = "custom_kernel") -> list[str]:
     """All rule violations of a kernel program, as messages (empty list: the program passes).
 
@@ -188,13 +262,14 @@ def violations(source: str, entry: str = "custom_kernel") -> list[str]:
                 )
             for alias in node.names:
                 modules.add(alias.asname or alias.name)
-                if alias.name in _MODULE_ESCAPES or alias.name == "*":
+                if alias.name in _MODULE_ESCAPES or alias.name in _GETATTR_LIKES or alias.name == "*":
                     add(node, f"import of `{alias.name}` from `{node.module}` is not allowed")
                 if alias.name in _MEMO:
                     add(
                         node,
                         f"`{alias.name}` is not allowed: outputs must be computed on every call, not cached",
                     )
+    self_attrs, self_reads = _self_attributes(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
             add(
@@ -206,12 +281,30 @@ def violations(source: str, entry: str = "custom_kernel") -> list[str]:
                 node,
                 f"`{type(node).__name__.lower()}` state is not allowed: results must not be cached across calls",
             )
-        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-            for t in targets:
-                for sub in ast.walk(t):
-                    if isinstance(sub, ast.Attribute) and _root(sub) in modules:
-                        add(node, f"assigning to `{_dotted(sub)}` patches a library: not allowed")
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            if id(node) not in self_attrs:
+                add(
+                    node,
+                    f"assigning to `{_dotted(node)}` patches a library or a shared object: not allowed "
+                    "(only `self.<name> = ...` inside a method may assign attributes)",
+                )
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            inner = node.value
+            while isinstance(inner, ast.Subscript):
+                inner = inner.value
+            if isinstance(inner, ast.Attribute) and id(inner) not in self_reads:
+                add(
+                    node,
+                    f"assigning into `{_dotted(inner)}[...]` patches a library or a shared object: not allowed",
+                )
+        elif isinstance(node, ast.MatchClass):
+            for attr in node.kwd_attrs:
+                if attr.startswith("__") or attr in _ATTR_ESCAPES:
+                    add(node, f"match pattern on attribute `{attr}` is not allowed (it reaches interpreter internals)")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            hit = next((a for a in sorted(_ATTR_ESCAPES) if a.startswith("__") and a in node.value), None)
+            if hit:
+                add(node, f"a string naming `{hit}` is not allowed (it can reach around the checks)")
         elif isinstance(node, ast.ClassDef):
             for base in node.bases:
                 if _dotted(base).endswith("Tensor"):
@@ -238,10 +331,23 @@ def violations(source: str, entry: str = "custom_kernel") -> list[str]:
             add(node, f"`{name}` belongs to the reference/harness: calling the reference is not allowed")
         elif (
             name in _ATTR_ESCAPES
+            or name in _GETATTR_LIKES
             or (isinstance(node, ast.Name) and name in _BUILTIN_ESCAPES)
             or (isinstance(node, ast.Attribute) and name in _MODULE_ESCAPES)
         ):
             add(node, f"`{name}` is not allowed in kernel programs (it can reach around the checks)")
+        elif (
+            isinstance(node, (ast.Attribute, ast.Name))
+            and name.startswith("__")
+            and name.endswith("__")
+            and len(name) > 4
+            and name not in _DUNDER_OK
+        ):
+            add(
+                node,
+                f"`{name}` is not allowed in kernel programs: dunder attributes reach interpreter "
+                "internals or patch operators",
+            )
         elif name in _SUBCLASS:
             add(node, f"`{name}` is not allowed: lazy or custom tensor subclasses can fake results")
         elif isinstance(node, ast.Attribute) and name in _TIMING:

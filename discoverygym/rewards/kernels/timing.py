@@ -8,6 +8,14 @@ no call finds its inputs in cache. Stop as soon as the standard error of the mea
 ``rel_se`` (0.1 %) of the mean (at least ``min_repeats`` calls) or the wall-clock ``budget_s``
 is spent. Results are in microseconds.
 
+The timer runs in the candidate's own process (CUDA events must bracket the call), so the
+functions it uses are taken when this module is imported, before any candidate code exists: the
+C-level event methods (``torch._C._CudaEventBase.record`` / ``elapsed_time``, which a program cannot
+replace on the built-in type), ``torch.cuda.synchronize``, ``torch.cuda.current_stream`` and
+``time.perf_counter``. A program that patches the Python-level ``torch.cuda.Event`` therefore
+does not change the numbers read here (the runner also refuses such patches); one that reaches the
+CUDA driver itself (inline C++) could, which is a documented residual risk.
+
 Everything here needs a CUDA or ROCm build of torch with a visible GPU; :func:`require_gpu`
 raises :class:`~discoverygym.errors.BackendUnavailable` otherwise, naming what is missing.
 """
@@ -22,6 +30,15 @@ from typing import Any
 import torch
 
 from discoverygym.errors import BackendUnavailable
+
+#: taken at import (see the module docstring); the ``getattr`` fallbacks cover CPU-only builds.
+_EVENT = torch.cuda.Event
+_EVENT_BASE = getattr(torch._C, "_CudaEventBase", None)
+_RECORD = getattr(_EVENT_BASE, "record", None)
+_ELAPSED = getattr(_EVENT_BASE, "elapsed_time", None)
+_SYNC = torch.cuda.synchronize
+_CURRENT_STREAM = torch.cuda.current_stream
+_PERF = time.perf_counter
 
 __all__ = ["L2Flusher", "gpu_info", "require_gpu", "should_stop", "summarise", "time_kernel"]
 
@@ -161,14 +178,16 @@ def time_kernel(
         return _time_wall(fn, data, device, warmup, max_repeats, min_repeats, rel_se, budget_s)
     require_gpu(device)
     flusher = L2Flusher(device) if flush_l2 else None
+    record = _RECORD if _RECORD is not None else _EVENT.record
+    elapsed = _ELAPSED if _ELAPSED is not None else _EVENT.elapsed_time
     for _ in range(warmup):
         fn(data)
-    torch.cuda.synchronize()
+    _SYNC()
     times: list[float] = []
-    start_wall = time.perf_counter()
+    start_wall = _PERF()
     while not should_stop(
         times,
-        time.perf_counter() - start_wall,
+        _PERF() - start_wall,
         max_repeats=max_repeats,
         min_repeats=min_repeats,
         rel_se=rel_se,
@@ -176,13 +195,14 @@ def time_kernel(
     ):
         if flusher is not None:
             flusher()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        start.record()
+        start, end = _EVENT(enable_timing=True), _EVENT(enable_timing=True)
+        stream = _CURRENT_STREAM()
+        _SYNC()
+        record(start, stream)
         out = fn(data)
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0)
+        record(end, stream)
+        _SYNC()
+        times.append(elapsed(start, end) * 1000.0)
         del out
     return {**summarise(times), "times_us": times}
 
@@ -203,18 +223,18 @@ def _time_wall(
         fn(data)
     sync()
     times: list[float] = []
-    start_wall = time.perf_counter()
+    start_wall = _PERF()
     while not should_stop(
         times,
-        time.perf_counter() - start_wall,
+        _PERF() - start_wall,
         max_repeats=max_repeats,
         min_repeats=min_repeats,
         rel_se=rel_se,
         budget_s=budget_s,
     ):
-        t0 = time.perf_counter()
+        t0 = _PERF()
         out = fn(data)
         sync()
-        times.append((time.perf_counter() - t0) * 1e6)
+        times.append((_PERF() - t0) * 1e6)
         del out
     return {**summarise(times), "times_us": times}
