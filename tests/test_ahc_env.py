@@ -15,7 +15,16 @@ from discoverygym import cli
 from discoverygym.envs import ahc as ahc_env
 from discoverygym.rewards.ahc import ahc039, ahc058
 
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+def _native_confinement() -> bool:
+    from discoverygym.rewards.native_sandbox import native_bwrap_available, native_landlock_available
+
+    return native_bwrap_available() or native_landlock_available()
+
+
+pytestmark = [
+    pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed"),
+    pytest.mark.skipif(not _native_confinement(), reason="neither bubblewrap nor Landlock: native runs refused"),
+]
 
 FULL_SQUARE = ('#include <cstdio>\nint main(){ puts("4\\n0 0\\n100000 0\\n100000 100000\\n0 100000"); }')
 BOX = ('#include <cstdio>\nint main(){ puts("4\\n30000 30000\\n60000 30000\\n60000 70000\\n30000 70000"); }')

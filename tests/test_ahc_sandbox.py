@@ -19,6 +19,7 @@ from discoverygym.rewards.native_sandbox import (
     NativeLimits,
     compile_cpp,
     native_bwrap_available,
+    native_landlock_available,
     run_executable,
 )
 from discoverygym.rewards.sandbox import NO_LANDLOCK_ENV
@@ -27,7 +28,8 @@ pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not 
 
 BACKENDS = [pytest.param(True, id="bwrap", marks=pytest.mark.skipif(not native_bwrap_available(),
                                                                     reason="bubblewrap does not work here")),
-            pytest.param(False, id="fallback")]
+            pytest.param(False, id="fallback", marks=pytest.mark.skipif(
+                not native_landlock_available(), reason="no Landlock: unconfined native runs are refused"))]
 
 PROGRAMS = {
     "echo": '#include <cstdio>\nint main(){long long x; if(scanf("%lld",&x)!=1) return 3; printf("%lld\\n", 2*x);}',

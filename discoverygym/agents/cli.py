@@ -122,13 +122,11 @@ def _train_llm(args: argparse.Namespace, console: Console) -> int:
     for flag in ("sigma", "polish", "polish_kwargs", "init"):
         if getattr(args, flag, None) is not None:
             raise _Usage(f"--{flag.replace('_', '-')} applies to the numeric policy, not to LLM policies")
+    _check_numbers(args)
     run_dir = Path(args.run_dir)
     given = {f: getattr(args, a) for a, f in _LLM_FIELDS if getattr(args, a, None) is not None}
     if args.resume:
-        cfg_path = run_dir / "config.json"
-        if not cfg_path.exists():
-            raise _Usage(f"{run_dir} holds no run to resume (no config.json)")
-        stored = json.loads(cfg_path.read_text())
+        stored = _stored_train_config(run_dir, args.env_id)
         changeable = ("steps", "budget_s", "eval_workers")
         conflicts = [k for k, v in given.items() if k not in changeable and stored.get(k) != v]
         if conflicts:
@@ -191,7 +189,22 @@ def _is_llm_run(args: argparse.Namespace) -> bool:
     return False
 
 
+def _check_numbers(args: argparse.Namespace) -> None:
+    """Refuse non-finite / out-of-range real-valued flags (QA: ``--lr inf`` trained NaN adapters)."""
+    import math
+
+    for flag, low, strict in (("lr", 0.0, True), ("kl_coef", 0.0, False), ("sigma", 0.0, True),
+                              ("temperature", 0.0, True), ("budget_s", 0.0, True)):
+        value = getattr(args, flag, None)
+        if value is None:
+            continue
+        if not math.isfinite(value) or (value <= low if strict else value < low):
+            need = "a finite number > 0" if strict else "a finite number >= 0"
+            raise _Usage(f"--{flag.replace('_', '-')} must be {need}, got {value!r}")
+
+
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    _check_numbers(args)
     out: dict[str, Any] = {}
     for key, field in (("steps", "steps"), ("groups", "groups"), ("group_size", "group_size"), ("seed", "seed"),
                        ("lr", "lr"), ("kl_coef", "kl_coef"), ("budget_s", "budget_s"), ("image_every", "image_every"),
@@ -212,6 +225,50 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 class _Usage(Exception):
     pass
+
+
+def _stored_train_config(run_dir: Path, env_id: str) -> dict:
+    """The ``config.json`` of the train run in ``run_dir``, for ``--resume`` of ``env_id``.
+
+    Raises:
+        _Usage: no such directory / not a directory / no or unreadable config.json; the directory
+            holds another kind of run (search, post-train) or a run of another env.
+    """
+    if not run_dir.exists():
+        raise _Usage(f"--resume: {run_dir} does not exist (nothing to resume; start the run without --resume)")
+    if not run_dir.is_dir():
+        raise _Usage(f"{run_dir} exists and is not a directory")
+    cfg_path = run_dir / "config.json"
+    if not cfg_path.is_file():
+        raise _Usage(f"{run_dir} holds no run to resume (no config.json)")
+    try:
+        stored = json.loads(cfg_path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise _Usage(f"cannot read {cfg_path}: {exc}") from None
+    if not isinstance(stored, dict):
+        raise _Usage(f"{cfg_path} is not a train configuration (not a JSON object)")
+    kind = _run_kind(run_dir, stored)
+    if kind == "unknown":
+        raise _Usage(f"{run_dir} does not hold a train run ({cfg_path} has no groups/group_size)")
+    if kind != "train":
+        hint = {"search": f"; continue it with `discoverygym search {stored.get('env_id', 'ENV')} --run-dir {run_dir} "
+                          "--resume`"}.get(kind, "")
+        raise _Usage(f"{run_dir} holds a {kind} run, not a train run{hint}")
+    if stored.get("env_id") != env_id:
+        raise _Usage(f"{run_dir} holds a train run of {stored.get('env_id')}, not {env_id} "
+                     f"(resume it with `discoverygym train {stored.get('env_id')} --run-dir {run_dir} --resume`)")
+    return stored
+
+
+def _run_kind(run_dir: Path, stored: dict) -> str:
+    """``"train"``, ``"search"``, ``"post-train"`` or ``"unknown"`` for a run directory's config."""
+    if {"C", "L", "K", "selector"} <= stored.keys() or (run_dir / "archive.jsonl").exists():
+        return "search"
+    if {"groups", "group_size"} <= stored.keys():
+        return "train"
+    if (run_dir / "rounds").is_dir() or (run_dir / "buffer.jsonl").exists():
+        return "post-train"
+    return "unknown"
 
 
 def _load_init(path: str | None) -> Any:
@@ -269,10 +326,7 @@ def _train(args: argparse.Namespace, console: Console) -> int:
     run_dir = Path(args.run_dir)
     overrides = _overrides(args)
     if args.resume:
-        cfg_path = run_dir / "config.json"
-        if not cfg_path.exists():
-            raise _Usage(f"{run_dir} holds no run to resume (no config.json)")
-        stored = json.loads(cfg_path.read_text())
+        stored = _stored_train_config(run_dir, args.env_id)
         changeable = ("steps", "budget_s", "image_every")
         conflicts = [k for k, v in overrides.items() if k not in changeable and stored.get(k) != v]
         if conflicts:

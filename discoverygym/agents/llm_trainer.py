@@ -102,6 +102,20 @@ class LLMTrainConfig:
             value = getattr(self, key)
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ValueError(f"{key} must be an integer >= {low}, got {value!r}")
+        for key, low, strict in (("lr", 0.0, True), ("kl_coef", 0.0, False), ("temperature", 0.0, True),
+                                 ("adam_eps", 0.0, True)):
+            value = getattr(self, key)
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            if not ok or (value <= low if strict else value < low):
+                raise ValueError(f"{key} must be a finite number {'>' if strict else '>='} {low:g}, got {value!r}")
+        for key in ("adam_beta1", "adam_beta2"):
+            value = getattr(self, key)
+            if not isinstance(value, (int, float)) or not 0 <= value < 1:
+                raise ValueError(f"{key} must be in [0, 1), got {value!r}")
+        if self.budget_s is not None and not (isinstance(self.budget_s, (int, float)) and self.budget_s > 0):
+            raise ValueError(f"budget_s must be positive, got {self.budget_s!r}")
+        if not isinstance(self.env_kwargs, dict):
+            raise ValueError(f"task options (env_kwargs) must be a JSON object, got {self.env_kwargs!r}")
         split_spec(self.policy)
 
     def to_dict(self) -> dict:
@@ -432,3 +446,31 @@ class LLMTrainer:
         self.initial = State.from_dict(state["initial"])
         self.history = state["history"]
         (self.run_dir / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in self.history))
+        self._truncate_samples()
+
+    def _truncate_samples(self) -> None:
+        """Drop ``samples.jsonl`` records of steps after the checkpoint (a kill between logging and
+        checkpointing left them; the resumed run logs those steps again).
+
+        Records carry the step number of the metrics (1-based), so a checkpoint after ``n`` steps
+        keeps records with ``step <= n``; a torn last line is dropped too.
+        """
+        path = self.run_dir / "samples.jsonl"
+        if not path.exists():
+            return
+        kept, changed = [], False
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                try:
+                    record = json.loads(line)
+                    keep = line.endswith("\n") and int(record["step"]) <= self.step_index
+                except (ValueError, TypeError, KeyError):
+                    keep = False
+                if keep:
+                    kept.append(line)
+                else:
+                    changed = True
+        if changed:
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text("".join(kept), encoding="utf-8")
+            os.replace(tmp, path)

@@ -154,6 +154,8 @@ def _config_from_args(args: argparse.Namespace) -> SearchConfig:
     given = {dest: getattr(args, dest) for _, dest, _, _, _ in _PARAMS if getattr(args, dest) is not None}
     if args.resume:
         run_dir = Path(args.run_dir)
+        if run_dir.exists() and not run_dir.is_dir():
+            raise ValueError(f"{args.run_dir} exists and is not a directory")
         if not run_dir.is_dir():
             raise ValueError(
                 f"--resume: {args.run_dir} does not exist (nothing to resume; start the run without --resume)"
@@ -166,6 +168,14 @@ def _config_from_args(args: argparse.Namespace) -> SearchConfig:
             raise ValueError(
                 f"--resume: {args.run_dir} holds no run (no config.json; start the run without --resume)"
             )
+        kind = _run_kind(run_dir, stored)
+        if kind != "search":
+            hint = (
+                f"; continue it with `discoverygym train {stored.get('env_id')} --run-dir {args.run_dir} --resume`"
+                if kind == "train"
+                else ""
+            )
+            raise ValueError(f"{args.run_dir} holds a {kind} run, not a search run{hint}")
         if stored.get("env_id") != args.env_id:
             raise ValueError(f"{args.run_dir} holds a search of {stored.get('env_id')}, not {args.env_id}")
         clash = {k: (stored.get(k), v) for k, v in given.items() if stored.get(k) != v}
@@ -177,6 +187,17 @@ def _config_from_args(args: argparse.Namespace) -> SearchConfig:
     defaults = {dest: default for _, dest, _, default, _ in _PARAMS}
     defaults.update(given)
     return SearchConfig(env_id=args.env_id, **defaults)
+
+
+def _run_kind(run_dir: Path, stored: dict) -> str:
+    """``"search"``, ``"train"``, ``"post-train"`` or ``"different"`` for a run directory's config."""
+    if {"C", "L", "K", "selector"} <= stored.keys():
+        return "search"
+    if {"groups", "group_size"} <= stored.keys() or (run_dir / "checkpoints" / "latest.json").exists():
+        return "train"
+    if "problems" in stored or (run_dir / "rounds").is_dir():
+        return "post-train"
+    return "different"
 
 
 class _Display:
