@@ -8,10 +8,18 @@ Measures, on the GPU present (target H200 for TriMul and MLA-Decode), with the e
    timing-only repeats, each in fresh processes): coefficient of variation;
 3. the simple fused Triton kernel (``discoverygym/examples/trimul_triton.py``): correctness on the
    18 cases and its geometric mean;
-4. if time is left, the MLA-Decode PyTorch baseline (4 test cases, timed prefill 6144).
+4. the out-of-process verdict on the GPU: a wrong kernel (zeros) that patches ``torch.Tensor.__le__``
+   in its own process, run through the runner with the static checks bypassed (one TriMul case),
+   must be rejected by the verifier process;
+5. if time is left, the MLA-Decode PyTorch baseline (4 test cases, timed prefill 6144).
+
+Every stage runs two processes on the GPU: the candidate's (runs and times the kernel, writes its
+outputs as raw bytes) and the verifier's (never imports the candidate; references and tolerance);
+stage timeouts cover both.
 
 Prints a table; with ``$OUT`` set also writes ``$OUT/gpu_kernels_check.json``. Exit code 0 when
-everything ran (a failing candidate is reported, not an error), 2 when no GPU is visible.
+everything ran (a failing candidate is reported, not an error), 1 when the patched wrong kernel
+of part 4 passed, 2 when no GPU is visible.
 """
 
 from __future__ import annotations
@@ -25,6 +33,13 @@ import time
 import warnings
 
 from discoverygym.envs.kernels import _EXAMPLES, make_mla_decode, make_trimul
+from discoverygym.rewards.kernels.runner import new_workdir, remove_workdir, run_stage
+
+#: part 4: a wrong kernel that patches the comparison operator in its own process.
+PATCHED_WRONG = (
+    "import torch\nT = torch.Tensor\nT.__le__ = lambda a, b: torch.ones_like(a, dtype=torch.bool)\n\n"
+    "def custom_kernel(data):\n    return torch.zeros_like(data[0])\n"
+)
 
 
 def main() -> int:
@@ -94,6 +109,27 @@ def main() -> int:
         "triton",
         lambda: task.evaluate(fused, seed=0).metrics,
     )
+
+    def patched_check() -> dict:
+        job = {
+            "stage": "check",
+            "problem": "trimul",
+            "device": "cuda",
+            "seed": 0,
+            "cases": [task.test_cases()[0].to_dict()],
+        }
+        workdir = new_workdir()
+        try:
+            result = run_stage(PATCHED_WRONG, job, workdir, 120.0)
+        finally:
+            remove_workdir(workdir)
+        return {"passed": bool(result["ok"]), "error": result.get("error")}
+
+    patched = attempt(
+        "verifier: wrong kernel patching torch.Tensor.__le__ (static checks bypassed)",
+        "patched_wrong",
+        patched_check,
+    )
     mla_task = make_mla_decode(args.gpu, **opts)
     mla = None
     if time.perf_counter() - start < args.deadline_s - 90:
@@ -138,6 +174,18 @@ def main() -> int:
         ("3 measurements (geomean)", ", ".join(f"{g:.1f}" for g in geos) + f" μs; CV {100 * cv:.2f} %"),
         ("TriMul fused Triton", tri_ok + result_line(tri, "triton")),
         (
+            "verifier vs patched wrong kernel",
+            (
+                f"FAILED: {report.get('patched_wrong_error', '?')}"
+                if patched is None
+                else (
+                    "PASSED THE CHECK (bug)"
+                    if patched["passed"]
+                    else f"rejected: {str(patched['error'])[:90]}"
+                )
+            ),
+        ),
+        (
             "MLA-Decode PyTorch baseline",
             result_line(mla, "mla_baseline")
             + f"; record {mla_task.sota['value']} μs ({mla_task.sota['source']})",
@@ -150,7 +198,7 @@ def main() -> int:
     if out:
         with open(os.path.join(out, "gpu_kernels_check.json"), "w") as fh:
             json.dump(report, fh, indent=1, default=str)
-    return 0
+    return 1 if patched is not None and patched["passed"] else 0
 
 
 if __name__ == "__main__":

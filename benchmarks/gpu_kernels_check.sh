@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU check of TriMul / MLA-Decode (one lent H200, under 6 minutes): PyTorch baseline geometric-mean μs
 # on the 7 timed TriMul cases, CV of 3 measurements, the fused Triton kernel's correctness and μs,
-# the MLA-Decode baseline, and the GPU name. Prints a table (see benchmarks/gpu_kernels_check.py).
+# a patched wrong kernel rejected by the out-of-process verifier, the MLA-Decode baseline, and the GPU
+# name. Prints a table (see benchmarks/gpu_kernels_check.py).
 #
 # Run from anywhere on the GPU machine: bash benchmarks/gpu_kernels_check.sh
 # The machine's python3 must have torch (CUDA/ROCm) and triton. gymnasium is installed from wheels in

@@ -504,10 +504,223 @@ def test_post_train_cli_usage_errors(tmp_path, capsys):
     assert main(["--run-dir", str(tmp_path / "x"), "--policy", "hf:nowhere"]) == 2
     assert "--problems is required" in capsys.readouterr().err
     assert main(["--run-dir", str(tmp_path / "x"), "--resume"]) == 2
-    assert "holds no IRFT run" in capsys.readouterr().err
+    assert "holds no post-train run" in capsys.readouterr().err
     assert main(["--run-dir", str(tmp_path / "x"), "--problems", "Nope-v0", "--policy", "hf:x"]) == 2
     assert (
         main(["--run-dir", str(tmp_path / "x"), "--problems", "ErdosMinOverlap-v0", "--policy", "mutation"])
         == 2
     )
     assert "hf:" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- CLI checks before any start
+BASE = [
+    "--problems", "CirclePacking-26-v0", "--policy", "hf:/nonexistent/model",
+    "--trajectories", "1", "--steps", "1", "--candidates", "1", "--rounds", "1",
+]  # fmt: skip
+
+
+def post_train(argv, capsys):
+    """``(exit code, stderr)`` of ``discoverygym post-train ARGV`` (SystemExit from argparse included)."""
+    from discoverygym.agents.irft_cli import main
+
+    try:
+        rc = main(argv)
+    except SystemExit as exc:
+        rc = exc.code
+    err = capsys.readouterr().err
+    return rc, err
+
+
+def assert_usage_error(argv, capsys, run_dir, *needles):
+    """Exit 2 with one line naming ``needles``, no traceback, no 'resumable', and no run directory."""
+    rc, err = post_train([*argv, "--run-dir", str(run_dir)], capsys)
+    assert rc == 2, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err and "resumable" not in err
+    for needle in needles:
+        assert needle in err, err
+    assert not Path(run_dir).exists()
+    return err
+
+
+@pytest.mark.parametrize("lr", ["inf", "nan", "-1", "0", "abc"])
+def test_post_train_refuses_non_finite_or_non_positive_lr(lr, tmp_path, capsys):
+    assert_usage_error([*BASE, "--lr", lr], capsys, tmp_path / "run", "--lr")
+
+
+@pytest.mark.parametrize(
+    ("flags", "needle"),
+    [
+        (["--normalize", "bogus"], "normalize"),
+        (["--selector", "bogus"], "selector"),
+        (["--env-kwargs", "[1]"], "JSON object"),
+        (["--task-options", "[1]"], "JSON object"),
+        (["--task-options", "{not json"], "invalid JSON"),
+        (["--task-options", '{"no_such_option": 1}'], "no_such_option"),
+        (["--policy-kwargs", "[1]"], "JSON object"),
+        (["--credit", "bogus"], "credit"),
+        (["--credit-scope", "bogus"], "credit_scope"),
+        (["--max-length", "0"], "max_length"),
+        (["--eval-steps", "0"], "eval_steps"),
+        (["--workers", "0"], "--workers"),
+        (["--seed", "-1"], "seed"),
+    ],
+)
+def test_post_train_validates_the_whole_configuration_before_creating_the_run_dir(
+    flags, needle, tmp_path, capsys
+):
+    assert_usage_error([*BASE, *flags], capsys, tmp_path / "run", needle)
+
+
+def test_post_train_refuses_a_problem_both_trained_on_and_held_out(tmp_path, capsys):
+    argv = [*BASE, "--heldout", "ErdosMinOverlap-v0,CirclePacking-26-v0"]
+    assert_usage_error(argv, capsys, tmp_path / "run", "CirclePacking-26-v0", "held-out")
+
+
+@pytest.mark.parametrize("flag", ["--problems", "--heldout"])
+def test_post_train_refuses_duplicate_problems(flag, tmp_path, capsys):
+    argv = [*BASE, flag, "ErdosMinOverlap-v0,ErdosMinOverlap-v0"]
+    assert_usage_error(argv, capsys, tmp_path / "run", "ErdosMinOverlap-v0", "more than once")
+
+
+@pytest.mark.parametrize(
+    ("flags", "needle"),
+    [
+        (["--top-percent", "10,10,10", "--rounds", "2"], "one value per round"),
+        (["--top-percent", "10,5"], "one value per round"),  # --rounds 1 in BASE
+        (["--top-percent", "10,,5"], "empty items"),
+        (["--top-percent", "10,"], "empty items"),
+        (["--top-percent", "0"], "top_percent"),
+        (["--top-percent", "nan"], "top_percent"),
+        (["--problems", "CirclePacking-26-v0,"], "empty items"),
+        (["--sft-steps", "0"], "--sft-steps"),
+        (["--batch-size", "0"], "--batch-size"),
+        (["--micro-batch-size", "0"], "--micro-batch-size"),
+        (["--micro-batch-size", "3", "--batch-size", "2"], "must not exceed"),
+        (["--micro-batch-size", "5", "--batch-size", "12"], "multiple"),
+    ],
+)
+def test_post_train_refuses_silently_ignored_schedule_and_batch_values(flags, needle, tmp_path, capsys):
+    assert_usage_error([*BASE, *flags], capsys, tmp_path / "run", needle)
+
+
+def parse(argv):
+    import argparse
+
+    from discoverygym.agents.irft_cli import _add_arguments
+
+    parser = argparse.ArgumentParser()
+    _add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def test_post_train_top_percent_is_one_value_or_one_per_round_and_micro_batch_divides(tmp_path):
+    from discoverygym.agents.irft_cli import config_from_args
+
+    run = ["--run-dir", str(tmp_path / "run")]
+    cfg = config_from_args(parse([*BASE, "--rounds", "3", "--top-percent", "10,10,5", *run]))
+    assert cfg.top_percent == [10.0, 10.0, 5.0]
+    cfg = config_from_args(parse([*BASE, "--rounds", "3", "--top-percent", "7", *run]))
+    assert [cfg.top_percent_at(r) for r in range(3)] == [7.0, 7.0, 7.0]
+    # --batch-size alone: the micro-batch is its largest divisor <= 8
+    assert config_from_args(parse([*BASE, "--batch-size", "12", *run])).sft["micro_batch_size"] == 6
+    assert config_from_args(parse([*BASE, "--batch-size", "2", *run])).sft["micro_batch_size"] == 2
+    assert not (tmp_path / "run").exists()
+
+
+def test_post_train_task_options_is_the_name_and_env_kwargs_an_alias(tmp_path):
+    from discoverygym.agents.irft_cli import config_from_args
+
+    run = ["--run-dir", str(tmp_path / "run")]
+    for flag in ("--task-options", "--env-kwargs"):
+        cfg = config_from_args(parse([*BASE, flag, '{"program_budget_s": 30}', *run]))
+        assert cfg.env_kwargs == {"program_budget_s": 30}
+
+
+def test_post_train_run_dir_that_is_a_file(tmp_path, capsys):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    rc, err = post_train([*BASE, "--run-dir", str(afile)], capsys)
+    assert rc == 2 and f"{afile} exists and is not a directory" in err and "Errno" not in err
+    rc, err = post_train([*BASE, "--run-dir", str(afile / "sub")], capsys)
+    assert rc == 2 and "is not a directory" in err and "Traceback" not in err and "Errno" not in err
+    assert afile.read_text() == "x"
+
+
+def fake_train_run(d: Path) -> None:
+    (d / "checkpoints").mkdir(parents=True)
+    (d / "config.json").write_text(json.dumps({"env_id": "CirclePacking-26-v0", "steps": 50, "groups": 8}))
+    (d / "checkpoints" / "latest.json").write_text(json.dumps({"step": 1, "dir": "step-1"}))
+
+
+def fake_search_run(d: Path) -> None:
+    d.mkdir(parents=True)
+    cfg = {"env_id": "CirclePacking-26-v0", "policy": "mutation", "C": 1, "L": 1, "K": 1}
+    (d / "config.json").write_text(json.dumps(cfg))
+    (d / "archive.jsonl").write_text("")
+
+
+@pytest.mark.parametrize(("make", "kind"), [(fake_train_run, "train"), (fake_search_run, "search")])
+def test_post_train_names_a_train_or_search_run_dir(make, kind, tmp_path, capsys):
+    d = tmp_path / kind
+    make(d)
+    before = sorted(p.name for p in d.rglob("*"))
+    rc, err = post_train(["--run-dir", str(d), "--resume"], capsys)
+    assert rc == 2 and f"holds a {kind} run" in err and "not a post-train run" in err, err
+    assert "conflicting" not in err
+    rc, err = post_train([*BASE, "--run-dir", str(d), "--resume"], capsys)
+    assert rc == 2 and f"holds a {kind} run" in err, err
+    rc, err = post_train([*BASE, "--run-dir", str(d)], capsys)
+    assert rc == 2 and f"holds a {kind} run" in err, err
+    assert sorted(p.name for p in d.rglob("*")) == before  # nothing written
+
+
+def test_post_train_resume_refuses_a_stored_configuration_that_is_invalid(tmp_path, capsys):
+    from dataclasses import asdict
+
+    from discoverygym.agents.irft.loop import IRFTConfig
+
+    d = tmp_path / "run"
+    d.mkdir()
+    cfg = asdict(IRFTConfig(problems=["CirclePacking-26-v0"], policy="hf:/nonexistent", sft={"lr": 1e-5}))
+    cfg["sft"]["lr"] = float("inf")
+    (d / "config.json").write_text(json.dumps(cfg))
+    (d / "state.json").write_text(json.dumps({"round": 0, "done": []}))
+    rc, err = post_train(["--run-dir", str(d), "--resume"], capsys)
+    assert rc == 2 and "lr" in err and "Traceback" not in err, err
+
+
+def test_post_train_tinker_without_key_or_service_fails_in_one_line(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("tinker")
+    argv = ["--problems", "CirclePacking-26-v0", "--policy", "tinker:Qwen/Qwen3-8B"]
+    monkeypatch.delenv("TINKER_API_KEY", raising=False)
+    assert_usage_error(argv, capsys, tmp_path / "run", "TINKER_API_KEY")
+    monkeypatch.setenv("TINKER_API_KEY", "not-a-key")
+    monkeypatch.setenv("TINKER_BASE_URL", "http://127.0.0.1:9")  # nothing listens on the discard port
+    rc, err = post_train([*argv, "--run-dir", str(tmp_path / "run")], capsys)
+    assert rc == 3 and "unreachable" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "run").exists()
+
+
+def test_post_train_refuses_untrainable_policies(tmp_path, capsys):
+    for spec in ("openai:http://localhost:1/v1", "mutation", "vllm:x"):
+        argv = [*BASE[:2], "--policy", spec]
+        assert_usage_error(argv, capsys, tmp_path / "run", "hf:PATH or tinker:MODEL")
+
+
+def test_post_train_errors_through_the_main_command(tmp_path, capsys):
+    from discoverygym.cli import main
+
+    with pytest.raises(SystemExit) as exc:  # an argument error: argparse exits
+        main(["post-train", *BASE, "--lr", "inf", "--run-dir", str(tmp_path / "run")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--lr" in err
+    assert (
+        main(["post-train", *BASE, "--heldout", "CirclePacking-26-v0", "--run-dir", str(tmp_path / "run")])
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "held-out" in err
+    assert not (tmp_path / "run").exists()

@@ -105,8 +105,42 @@ def test_tinker_sft_datums_weights():
 def test_tinker_needs_the_api_key_from_the_environment(monkeypatch):
     pytest.importorskip("tinker")
     monkeypatch.delenv("TINKER_API_KEY", raising=False)
-    with pytest.raises(RuntimeError, match="TINKER_API_KEY"):
+    # not available here (exit 3 in the CLI), like a missing SDK
+    with pytest.raises(BackendUnavailable, match="set TINKER_API_KEY"):
         make_policy("tinker:Qwen/Qwen3-8B")
+    monkeypatch.setenv("TINKER_API_KEY", "fake")  # the SDK refuses it: still one clear error
+    with pytest.raises(BackendUnavailable, match="Tinker service is not available"):
+        make_policy("tinker:Qwen/Qwen3-8B")
+
+
+def test_backend_unavailable_is_the_project_wide_error():
+    from discoverygym import errors
+    from discoverygym.agents.policies.openai_server import ServerError, ServerUnavailable
+
+    assert issubclass(BackendUnavailable, errors.BackendUnavailable) and issubclass(BackendUnavailable, ImportError)
+    assert issubclass(ServerUnavailable, errors.BackendUnavailable) and issubclass(ServerUnavailable, ServerError)
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("http://127.0.0.1:8000", "http://127.0.0.1:8000"),
+    ("https://host.example/v1/", "https://host.example"),
+    ("notaurl", None), ("ftp://host", None), ("http://", None), ("http://h:99999", None), ("127.0.0.1:8000", None),
+])
+def test_openai_url_check(url, expected):
+    from discoverygym.agents.policies.openai_server import check_url
+
+    if expected is None:
+        with pytest.raises(ValueError, match="openai:URL needs the base URL"):
+            check_url(url)
+    else:
+        assert check_url(url) == expected
+
+
+def test_unknown_trainable_policy_lists_the_llm_specs():
+    from discoverygym.agents.policies import make_trainable_policy
+
+    with pytest.raises(ValueError, match="hf:PATH_OR_ID, openai:URL, vllm:MODEL, tinker:MODEL"):
+        make_trainable_policy("foo:bar", (3,))
 
 
 def test_llm_sample_logprob_tensor():

@@ -151,3 +151,55 @@ def test_forcing_decision():
     assert not needs_forcing("still reasoning", ended=True)
     assert not needs_forcing(f"done {THINK_END} answer", ended=False)
     assert FORCE_ANSWER.rstrip().endswith(THINK_END)
+
+
+# ---------------------------------------------------------------- parser cases found by QA
+@pytest.mark.parametrize("text, language, expected", [
+    # the last block in the env's language wins over a later block in another / no language
+    ("```python\ngood()\n```\nexample output:\n```text\n1 2 3\n```", "python", "good()\n"),
+    ("```python\nold()\n```\n```python\nnew()\n```\n```\nplain()\n```", "python", "new()\n"),
+    ("```cpp\nint a;\n```\n```c++\nint b;\n```\n```\nint c;\n```", "cpp", "int b;\n"),
+    ("```py\nshort_tag()\n```", "python", "short_tag()\n"),
+    # else the last untagged block
+    ("```\nfirst()\n```\n```\nsecond()\n```", "python", "second()\n"),
+    # text after the language tag on the fence line
+    ('```python title="a.py"\nx = 1\n```', "python", "x = 1\n"),
+    ("```cpp {.numberLines}\nint x;\n```", "cpp", "int x;\n"),
+    # an indented fence loses its indentation (relative indentation kept)
+    ("Answer:\n    ```python\n    def f():\n        return 1\n    ```\n", "python", "def f():\n    return 1\n"),
+    # ``` inside a string literal on a code line does not close the block
+    ('```python\ns = "```"\nt = "a ``` b"\n```', "python", 's = "```"\nt = "a ``` b"\n'),
+    ("````python\nprint('''\n```\n''')\n````", "python", "print('''\n```\n''')\n"),
+    # '<think>' inside the program is code, not reasoning
+    ("```python\nTAG = '<think>'\n```", "python", "TAG = '<think>'\n"),
+    ("<think>plan</think>\n```python\nprint('<think>', '</think>')\n```", "python",
+     "print('<think>', '</think>')\n"),
+    # template-opened reasoning: everything up to </think> outside code is reasoning
+    ("draft:\n```python\nbad()\n```\n</think>\n```python\ngood()\n```", "python", "good()\n"),
+    # prose mentioning ``` after a valid closed block does not make it unclosed
+    ("```python\nx = 1\n```\nI wrapped the code in ``` fences as asked.", "python", "x = 1\n"),
+    ("```python\nx = 1\n```\nThe block above ends with ```.", "python", "x = 1\n"),
+    # an opening fence after prose on the same line
+    ("Here is the program: ```python\ny = 2\n```", "python", "y = 2\n"),
+    # CRLF line ends
+    ("```python\r\nz = 3\r\n```\r\n", "python", "z = 3\n"),
+])
+def test_parser_cases(text, language, expected):
+    assert parse_response(text, language) == expected
+
+
+@pytest.mark.parametrize("text, language, reason", [
+    ("```cpp\nint main() {}\n```", "python", r"tagged ```cpp, but this problem takes python"),
+    ("```python\nprint(1)\n```", "cpp", r"tagged ```python, but this problem takes cpp"),
+    ("```python\nx = 1\n```\nmore\n```python\ny = ", "python", "unclosed"),
+    ("```python\nx = '```'\n", "python", "unclosed"),
+    ("answer\n<think>\nstill reasoning", "python", "inside <think>"),
+    ("   <think>\nplan ```python\nx\n```", "python", "inside <think>"),
+])
+def test_parser_refusals(text, language, reason):
+    with pytest.raises(ResponseError, match=reason):
+        parse_response(text, language)
+
+
+def test_parser_without_language_takes_the_last_block_whatever_its_tag():
+    assert parse_response("```python\na()\n```\n```text\nb\n```") == "b\n"

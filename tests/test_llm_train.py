@@ -155,3 +155,52 @@ def test_parallel_judging_records_the_same_children(tmp_path, monkeypatch):
                      result.best.score, children))
     assert runs[0] == runs[1]
     assert runs[0][2] == pytest.approx(2.5)
+
+
+class _Resumable(_Scripted):
+    def load_checkpoint(self, path):
+        assert path.exists()
+
+
+def test_resume_truncates_samples_logged_after_the_checkpoint(tmp_path):
+    """QA: kill -9 between logging samples and the checkpoint left duplicate step records."""
+    run = tmp_path / "r"
+    policy = _Resumable([_packing(0.1), _packing(0.05)])
+    cfg = LLMTrainConfig(env_id="CirclePacking-26-v0", policy="hf:unused", steps=1, groups=1, group_size=2,
+                         log_samples=2)
+    LLMTrainer(cfg, run, backends=(policy, policy)).run()
+    samples = run / "samples.jsonl"
+    assert [json.loads(line)["step"] for line in samples.read_text().splitlines()] == [1, 1]
+    # a killed step 2: its samples were written, the checkpoint was not (and a torn line)
+    with open(samples, "a") as fh:
+        fh.write(json.dumps({"step": 2, "reward": 0.0, "text": "lost"}) + "\n")
+        fh.write('{"step": 2, "rew')
+    cfg.steps = 2
+    LLMTrainer(cfg, run, resume=True, backends=(policy, policy)).run()
+    steps = [json.loads(line)["step"] for line in samples.read_text().splitlines()]
+    assert steps == [1, 1, 2, 2]
+    assert "lost" not in samples.read_text()
+    metrics = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert metrics == [1, 2]
+
+
+def test_cli_resume_of_another_env_does_not_train_it(tiny_model_path, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main(["train", "CirclePacking-26-v0", "--policy", f"hf:{tiny_model_path}", "--steps", "1", "--groups", "1",
+                 "--group-size", "2", "--max-new-tokens", "8", "--lora-rank", "2", "--llm-device", "cpu",
+                 "--run-dir", str(run), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["train", "ErdosMinOverlap-v0", "--policy", f"hf:{tiny_model_path}", "--steps", "2",
+                 "--run-dir", str(run), "--resume"]) == 2
+    assert "holds a train run of CirclePacking-26-v0, not ErdosMinOverlap-v0" in capsys.readouterr().err
+    assert [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()] == [1]
+
+
+def test_cli_unreachable_openai_server_exits_3(tiny_model_path, tmp_path, capsys):
+    pytest.importorskip("httpx")
+    rc = main(["train", "CirclePacking-26-v0", "--policy", "openai:http://127.0.0.1:9", "--train-model",
+               str(tiny_model_path), "--steps", "1", "--groups", "1", "--group-size", "2", "--llm-device", "cpu",
+               "--run-dir", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert rc == 3 and "cannot reach the OpenAI-compatible server at http://127.0.0.1:9" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -6,8 +6,12 @@ Wiring into the main command (``discoverygym/cli.py``)::
     agents_cli.add_parsers(sub)                              # in build_parser
     # in main: if args.command in ("train", "compare"): return agents_cli.run(args)
 
-Exit codes: 0 finished, 2 usage error (unknown env/agent, unreadable --init, missing torch),
-130 interrupted (Ctrl-C; ``train --resume`` continues from the last checkpoint).
+Exit codes: 0 finished, 1 an LLM server failed mid-run (the run directory is resumable), 2 usage
+error (unknown env/agent, bad numbers, unreadable --init, a --run-dir that is a file or holds
+another run, a malformed --policy spec or URL, a model directory without model files, missing
+torch), 3 an LLM backend is not available here (its library is not installed, TINKER_API_KEY is
+not set or the Tinker service refuses, the openai:URL server cannot be reached), 130 interrupted
+(Ctrl-C; ``train --resume`` continues from the last checkpoint).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+
+from discoverygym.errors import BackendUnavailable
 
 __all__ = ["add_parsers", "main", "run"]
 
@@ -36,7 +42,11 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
         "Adam. Writes config.json, metrics.jsonl, best.json, archive.json, TensorBoard events and "
         "checkpoints/ into --run-dir.",
         epilog="Example: discoverygym train ErdosMinOverlap-v0 --agent ttt-discover --steps 20 --groups 4 "
-        "--group-size 16 --run-dir runs/erdos",
+        "--group-size 16 --run-dir runs/erdos. "
+        "Exit codes: 0 finished; 1 an LLM server failed mid-run (resumable); 2 usage error (bad flag value, "
+        "--run-dir a file or another run's directory, malformed --policy spec or URL, model directory "
+        "without config.json); 3 backend not available here (LLM extra / vllm / tinker SDK not installed, "
+        "TINKER_API_KEY not set or rejected, openai:URL server unreachable); 130 interrupted (--resume continues).",
     )
     p.add_argument("env_id", help="environment id (see `discoverygym list`)")
     p.add_argument("--agent", default="ttt-discover",
@@ -110,7 +120,7 @@ _LLM_FIELDS = (("steps", "steps"), ("groups", "groups"), ("group_size", "group_s
 def _train_llm(args: argparse.Namespace, console: Console) -> int:
     """``train`` with an LLM policy (code mode): :class:`~discoverygym.agents.llm_trainer.LLMTrainer`."""
     from discoverygym.agents.llm_trainer import LLMTrainConfig, LLMTrainer
-    from discoverygym.agents.policies.llm import BackendUnavailable, ModelUnavailable
+    from discoverygym.agents.policies.llm import ModelUnavailable
     from discoverygym.agents.trainer import ABLATIONS
     from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
 
@@ -135,8 +145,7 @@ def _train_llm(args: argparse.Namespace, console: Console) -> int:
         stored.update({k: v for k, v in given.items() if k in changeable})
         config = _make_config(LLMTrainConfig, **stored)
     else:
-        if (run_dir / "checkpoints" / "latest.json").exists():
-            raise _Usage(f"{run_dir} already holds a run: pass --resume or choose another --run-dir")
+        _check_new_run_dir(run_dir)
         ablation = {k: v for k, v in ABLATIONS[name].items()}
         config = _make_config(LLMTrainConfig, env_id=args.env_id, name=name, **{**ablation, **given})
 
@@ -148,9 +157,18 @@ def _train_llm(args: argparse.Namespace, console: Console) -> int:
 
     try:
         trainer = LLMTrainer(config, run_dir, resume=args.resume, callback=on_step)
-    except (BackendUnavailable, ModelUnavailable, ValueError, FileExistsError, FileNotFoundError) as exc:
-        raise _Usage(str(exc)) from None
-    result = trainer.run()
+    except (ModelUnavailable, ValueError, FileExistsError, FileNotFoundError) as exc:
+        raise _Usage(_message(exc)) from None
+    from discoverygym.agents.policies.openai_server import ServerError
+
+    try:
+        result = trainer.run()
+    except BackendUnavailable:
+        raise
+    except ServerError as exc:
+        print(f"discoverygym train: failed: {' '.join(str(exc).split())}\n"
+              f"the run directory {run_dir} is resumable (--resume)", file=sys.stderr)
+        return 1
     problem = trainer.env.unwrapped.problem
     record = problem.sota.get("value")
     best = result.best.score if result.best.valid else None
@@ -194,7 +212,7 @@ def _check_numbers(args: argparse.Namespace) -> None:
     import math
 
     for flag, low, strict in (("lr", 0.0, True), ("kl_coef", 0.0, False), ("sigma", 0.0, True),
-                              ("temperature", 0.0, True), ("budget_s", 0.0, True)):
+                              ("temperature", 0.0, True)):
         value = getattr(args, flag, None)
         if value is None:
             continue
@@ -225,6 +243,37 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 class _Usage(Exception):
     pass
+
+
+def _message(exc: BaseException) -> str:
+    """One line for the terminal (an ``OSError`` without its ``[Errno n]`` prefix)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        text = exc.strerror + (f": {exc.filename}" if exc.filename else "")
+    else:
+        text = str(exc)
+    return " ".join(text.split())
+
+
+def _check_new_run_dir(run_dir: Path) -> None:
+    """Refuse a ``--run-dir`` for a new run that is a file, lies under a file, or holds a run."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise _Usage(f"{run_dir} exists and is not a directory")
+    for parent in run_dir.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise _Usage(f"{parent} exists and is not a directory (it cannot hold --run-dir {run_dir})")
+            break
+    if (run_dir / "checkpoints" / "latest.json").exists():
+        raise _Usage(f"{run_dir} already holds a run: pass --resume or choose another --run-dir")
+    cfg = run_dir / "config.json"
+    if cfg.exists():
+        try:
+            stored = json.loads(cfg.read_text())
+        except (OSError, UnicodeDecodeError, ValueError):
+            stored = {}
+        kind = _run_kind(run_dir, stored) if isinstance(stored, dict) else "unknown"
+        if kind in ("search", "post-train"):
+            raise _Usage(f"{run_dir} holds a {kind} run: choose another --run-dir")
 
 
 def _stored_train_config(run_dir: Path, env_id: str) -> dict:
@@ -338,8 +387,7 @@ def _train(args: argparse.Namespace, console: Console) -> int:
         config = _make_config(TrainConfig, **stored)
         initial = _load_init(config.init)
     else:
-        if (run_dir / "checkpoints" / "latest.json").exists():
-            raise _Usage(f"{run_dir} already holds a run: pass --resume or choose another --run-dir")
+        _check_new_run_dir(run_dir)
         config = _make_config(ablation_config, name, env_id=args.env_id, init=args.init, **overrides)
         initial = _load_init(args.init)
     _check_policy_fits(config)
@@ -358,8 +406,8 @@ def _train(args: argparse.Namespace, console: Console) -> int:
 
     try:
         trainer = Trainer(config, run_dir, initial=initial, resume=args.resume, callback=on_step)
-    except (ValueError, FileExistsError, FileNotFoundError) as exc:
-        raise _Usage(str(exc)) from None
+    except (ValueError, FileExistsError, FileNotFoundError, NotADirectoryError) as exc:
+        raise _Usage(_message(exc)) from None
     with progress:
         result = trainer.run()
     record = problem.sota["value"]
@@ -497,6 +545,12 @@ def run(args: argparse.Namespace) -> int:
     except _Usage as exc:
         print(f"discoverygym: error: {exc}", file=sys.stderr)
         return 2
+    except BackendUnavailable as exc:
+        hint = ""
+        if args.command == "train" and (Path(args.run_dir) / "checkpoints" / "latest.json").exists():
+            hint = f" (the run in {args.run_dir} continues with --resume once it is available)"
+        print(f"discoverygym: unavailable here: {' '.join(str(exc).split())}{hint}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         console.print("interrupted: continue with `discoverygym train ... --run-dir DIR --resume`")
         return 130

@@ -9,18 +9,20 @@ Wiring into the main command (``discoverygym/cli.py``)::
 Also runnable alone: ``python -m discoverygym.agents.irft_cli --problems ... --policy hf:PATH --run-dir runs/irft``.
 
 Exit codes: 0 finished, 1 a stage failed (the run directory stays resumable), 2 usage error
-(unknown env, bad flags, a run directory that holds a run without --resume, missing extra),
-130 interrupted (Ctrl-C; continue with ``--resume``).
+(unknown env, bad or contradictory flags, a --run-dir that is a file or holds another run, no
+TINKER_API_KEY for ``tinker:``; one line, and no run directory is created), 3 backend unavailable
+here (a missing extra, an unreachable Tinker service), 130 interrupted (Ctrl-C; continue with
+``--resume``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from dataclasses import fields
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -30,7 +32,10 @@ __all__ = ["add_parser", "main", "run"]
 
 
 def _csv(text: str) -> list[str]:
-    return [x.strip() for x in text.split(",") if x.strip()]
+    items = [x.strip() for x in text.split(",")]
+    if not text.strip() or any(not x for x in items):
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list without empty items, got {text!r}")
+    return items
 
 
 def _floats(text: str) -> list[float]:
@@ -40,12 +45,32 @@ def _floats(text: str) -> list[float]:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
 
 
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    return value
+
+
+def _json_object(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"invalid JSON ({exc}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object such as '{{\"n_cases\": 5}}', got {text!r}")
+    return value
+
+
 #: (flags, IRFTConfig field or "sft.<name>", argparse type, help); defaults come from the dataclasses.
 _PARAMS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("--problems",), "problems", _csv, "training env ids, comma-separated"),
     (("--heldout",), "heldout", _csv, "held-out env ids evaluated after each round, comma-separated"),
     (("--policy",), "policy", str, "generator: hf:PATH_OR_ID (transformers + LoRA) or tinker:MODEL"),
-    (("--policy-kwargs",), "policy_kwargs", json.loads, "generator constructor arguments as JSON"),
+    (("--policy-kwargs",), "policy_kwargs", _json_object, "generator constructor arguments as a JSON object"),
     (("--rounds",), "rounds", int, "IRFT rounds (default 6)"),
     (("--trajectories",), "trajectories", int, "search trajectories per problem per round, Ĉ (default 32)"),
     (("--steps",), "steps", int, "committed steps L per trajectory (default 8)"),
@@ -55,21 +80,38 @@ _PARAMS: list[tuple[tuple[str, ...], str, Any, str]] = [
         ("--top-percent",),
         "top_percent",
         _floats,
-        "R per round, comma-separated; last repeats (10,10,10,10,5,5)",
+        (
+            "R: one value for every round, or exactly one value per round (as many as --rounds), "
+            "comma-separated (default: TES's 10,10,10,10,5,5; rounds past the list, e.g. added on "
+            "--resume, use its last value)"
+        ),
     ),
     (("--credit",), "credit", str, "credit rule: irft (top R%% → 1) or grpo (group-normalised advantages)"),
     (("--credit-scope",), "credit_scope", str, "irft ranking per 'problem' (default) or over the 'buffer'"),
     (("--sft-steps",), "sft.steps", int, "optimiser steps per round (default 100)"),
     (("--batch-size",), "sft.batch_size", int, "examples per optimiser step (default 256)"),
-    (("--micro-batch-size",), "sft.micro_batch_size", int, "examples per forward pass (default 8)"),
-    (("--lr",), "sft.lr", float, "peak learning rate, cosine decay (default 2e-5)"),
+    (
+        ("--micro-batch-size",),
+        "sft.micro_batch_size",
+        int,
+        "examples per forward pass; must divide --batch-size (default: the largest divisor <= 8)",
+    ),
+    (("--lr",), "sft.lr", _number, "peak learning rate > 0, cosine decay (default 2e-5)"),
     (("--max-length",), "sft.max_length", int, "tokens per training example (default 8192)"),
     (("--normalize",), "sft.normalize", str, "loss normalisation: sequence (default) or token"),
     (("--eval-trajectories",), "eval_trajectories", int, "held-out search C (default 4)"),
     (("--eval-steps",), "eval_steps", int, "held-out search L (default 8)"),
     (("--eval-candidates",), "eval_candidates", int, "held-out search K (default 4)"),
     (("--seed",), "seed", int, "run seed (default 0)"),
-    (("--env-kwargs",), "env_kwargs", json.loads, "env arguments for every search, as JSON"),
+    (
+        ("--task-options", "--env-kwargs"),
+        "env_kwargs",
+        _json_object,
+        (
+            "options of the problems as a JSON object, for every search (as `train --task-options`; "
+            "--env-kwargs is an alias)"
+        ),
+    ),
 ]
 
 
@@ -90,7 +132,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     _add_arguments(p)
 
 
+def _one_line_error(p: argparse.ArgumentParser) -> None:
+    """Argument errors as one line (no usage block), exit 2."""
+
+    def error(message: str) -> None:
+        print(f"discoverygym post-train: error: {message} (see --help)", file=sys.stderr)
+        sys.exit(2)
+
+    p.error = error  # type: ignore[method-assign]
+
+
 def _add_arguments(p: argparse.ArgumentParser) -> None:
+    _one_line_error(p)
     for flags, dest, typ, help_text in _PARAMS:
         metavar = flags[0].lstrip("-").upper().replace("-", "_")
         p.add_argument(
@@ -126,21 +179,23 @@ def _given(args: argparse.Namespace) -> dict:
 
 
 def config_from_args(args: argparse.Namespace) -> Any:
-    """The :class:`~discoverygym.agents.irft.loop.IRFTConfig`: stored one with --resume (given flags
-    must agree, except --rounds, which extends a run), else flags over the defaults.
+    """The validated :class:`~discoverygym.agents.irft.loop.IRFTConfig`: the stored one with --resume
+    (given flags must agree, except --rounds, which extends a run), else flags over the defaults.
+    Nothing is created.
 
     Raises:
-        ValueError: missing --problems/--policy for a new run; --resume of a directory without a run;
-            flags that contradict the stored configuration.
+        ValueError: missing --problems/--policy for a new run; a --run-dir that cannot hold this
+            run (a file, a train or search run, a post-train run without --resume, no run with
+            --resume); flags that contradict the stored configuration; an invalid configuration.
     """
-    from discoverygym.agents.irft.loop import IRFTConfig
+    from discoverygym.agents.irft.loop import IRFTConfig, check_run_dir
+    from discoverygym.agents.irft.sft import SFTSettings
 
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {args.workers}")
     given = _given(args)
+    stored = check_run_dir(args.run_dir, resume=args.resume)
     if args.resume:
-        path = Path(args.run_dir) / "config.json"
-        if not path.exists():
-            raise ValueError(f"--resume: {args.run_dir} holds no IRFT run (no config.json)")
-        stored = json.loads(path.read_text())
         clash = {
             k: (stored.get(k), v)
             for k, v in given.items()
@@ -158,11 +213,44 @@ def config_from_args(args: argparse.Namespace) -> Any:
             raise ValueError(f"--resume keeps the stored configuration; conflicting flags: {text}")
         known = {f.name for f in fields(IRFTConfig)}
         stored.update({"rounds": given["rounds"]} if "rounds" in given else {})  # more rounds extend a run
-        return IRFTConfig(**{k: v for k, v in stored.items() if k in known})
+        try:
+            config = IRFTConfig(**{k: v for k, v in stored.items() if k in known})
+        except TypeError as exc:
+            raise ValueError(f"cannot resume {args.run_dir}: its config.json is incomplete ({exc})") from None
+        config.validate()
+        return config
     for required in ("problems", "policy"):
         if not given.get(required):
             raise ValueError(f"--{required} is required for a new run")
-    return IRFTConfig(**given)
+    sft = given.setdefault("sft", {})
+    batch = sft.get("batch_size", SFTSettings.batch_size)
+    if "micro_batch_size" not in sft and isinstance(batch, int) and batch >= 1:
+        default = SFTSettings.micro_batch_size
+        sft["micro_batch_size"] = max(d for d in range(1, min(batch, default) + 1) if batch % d == 0)
+    for flag, key in (
+        ("--sft-steps", "steps"),
+        ("--batch-size", "batch_size"),
+        ("--micro-batch-size", "micro_batch_size"),
+    ):
+        if key in sft and sft[key] < 1:
+            raise ValueError(f"{flag} must be >= 1, got {sft[key]}")
+    if sft.get("micro_batch_size", 1) > batch:
+        raise ValueError(
+            f"--micro-batch-size ({sft['micro_batch_size']}) must not exceed --batch-size ({batch})"
+        )
+    if batch % sft.get("micro_batch_size", 1):
+        raise ValueError(
+            f"--batch-size ({batch}) must be a multiple of --micro-batch-size ({sft['micro_batch_size']})"
+        )
+    config = IRFTConfig(**given)
+    if "top_percent" in given and len(config.top_percent) not in (1, config.rounds):
+        raise ValueError(
+            f"--top-percent takes one value for every round or one value per round ({config.rounds} "
+            f"for --rounds {config.rounds}), got {len(config.top_percent)}: "
+            + ",".join(f"{x:g}" for x in config.top_percent)
+        )
+    config.validate()
+    return config
 
 
 def _table(console: Console, summaries: list[dict]) -> None:
@@ -194,8 +282,19 @@ def _table(console: Console, summaries: list[dict]) -> None:
     console.print(table)
 
 
+def _error(text: str) -> None:
+    print(f"discoverygym post-train: error: {text}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
-    """Execute ``discoverygym post-train`` with parsed ``args``; returns the exit code."""
+    """Execute ``discoverygym post-train`` with parsed ``args``; returns the exit code.
+
+    Everything that can be checked is checked before the run directory is created (configuration,
+    --run-dir, the backend and its credentials): a failed start leaves no directory behind.
+    """
+    from discoverygym.agents.policies.llm import BackendUnavailable as MissingExtra
+    from discoverygym.errors import BackendUnavailable
+
     console = Console(stderr=bool(args.json))
     try:
         from discoverygym.agents.irft.loop import IRFT
@@ -210,9 +309,22 @@ def run(args: argparse.Namespace) -> int:
             progress=lambda m: console.print(f"[post-train] {m}"),
             tensorboard=not args.no_tensorboard,
         )
-    except (ValueError, TypeError, OSError, ImportError) as exc:
-        print(f"discoverygym post-train: error: {exc}", file=sys.stderr)
+    except (BackendUnavailable, MissingExtra) as exc:
+        print(f"discoverygym post-train: unavailable here: {exc}", file=sys.stderr)
+        return 3
+    except (ValueError, TypeError) as exc:
+        _error(str(exc))
         return 2
+    except OSError as exc:
+        where = f": {exc.filename}" if exc.filename else ""
+        _error(f"{exc.strerror or exc}{where}")
+        return 2
+    except ImportError as exc:
+        print(f"discoverygym post-train: unavailable here: {exc}", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        print("\ninterrupted before the run started", file=sys.stderr)
+        return 130
     try:
         summaries = irft.run()
     except KeyboardInterrupt:

@@ -143,8 +143,9 @@ def build_backends(cfg: LLMTrainConfig) -> tuple[Any, Any]:
     """``(sampler, learner)`` for ``cfg.policy`` (the same object for ``hf`` and ``tinker``).
 
     Raises:
-        ValueError: ``openai:`` without ``train_model``.
-        BackendUnavailable / ModelUnavailable: from the backend.
+        ValueError: ``openai:`` without ``train_model`` or with a malformed URL.
+        BackendUnavailable / ModelUnavailable: from the backend (an unreachable server, a missing
+            SDK or key are BackendUnavailable).
     """
     backend, target = split_spec(cfg.policy)
     hf_kw = {"device": cfg.device, "lora_rank": cfg.lora_rank, "max_new_tokens": cfg.max_new_tokens,
@@ -166,6 +167,9 @@ def build_backends(cfg: LLMTrainConfig) -> tuple[Any, Any]:
     from discoverygym.agents.policies.hf import HFPolicy
 
     if backend == "openai":
+        from discoverygym.agents.policies.openai_server import check_url
+
+        check_url(target)  # a malformed URL is refused before the learner loads
         if not cfg.train_model:
             raise ValueError("--policy openai:URL trains a local copy: pass --train-model PATH_OR_ID "
                              "(the model the server serves)")

@@ -13,11 +13,15 @@ program contract in our own words), ``direction``, ``sota``, ``entry`` and, for 
 4. the tail of the start state's stdout/stderr (``State.metadata["stdout"|"stderr"]``);
 5. the rules of the answer: one fenced code block in the problem's language, last block counts.
 
-The parser (:func:`parse_response`) takes the *last* complete fenced code block of a response,
-after removing reasoning: ``<think>…</think>`` blocks and gpt-oss style channels
-(``<|channel|>analysis<|message|>…`` / ``<|channel|>final<|message|>…``). A response that has no
-block, ends inside its reasoning or inside an unclosed block raises :class:`ResponseError` with
-the reason; it never crashes on odd input.
+The parser (:func:`parse_response`) takes the *last* complete fenced code block tagged with the
+problem's language (else the last untagged block) of a response, after removing reasoning:
+``<think>…</think>`` blocks at the start or outside code blocks, and gpt-oss style channels
+(``<|channel|>analysis<|message|>…`` / ``<|channel|>final<|message|>…``). Fences are read line
+by line: a block closes only on a line holding nothing but backticks, attributes after the tag
+(```` ```python title="a.py" ````) are ignored and an indented fence's indentation is removed. A
+response that has no block, only blocks in another language, ends inside its reasoning or
+inside an unclosed block raises :class:`ResponseError` with the reason; it never crashes on
+odd input.
 
 The "stop thinking, answer now" forcing (TTT-Discover App. A, two-phase sampling with a thinking
 budget) is :func:`needs_forcing` + :data:`FORCE_ANSWER`: after ``thinking_budget`` tokens a
@@ -56,7 +60,6 @@ STDOUT_TAIL = 2000
 #: characters of an inspiration's program shown in a prompt (longer programs are cut in the middle).
 PROGRAM_LIMIT = 20_000
 
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+#.-]*)[ \t]*\r?\n(.*?)```", re.DOTALL)
 _FINAL = re.compile(r"<\|channel\|>\s*final\s*(?:<\|constrain\|>[^<]*)?<\|message\|>", re.DOTALL)
 _CHANNEL_TOKENS = re.compile(r"<\|(?:end|return|call|start)\|>")
 
@@ -162,8 +165,74 @@ def build_messages(problem: Any, parent: State, inspirations: Sequence[State] = 
     return messages
 
 
+#: a line that opens a fence: indentation, 3+ backticks, an optional language tag, optional attributes
+#: (``title="a.py"``) without backticks.
+_OPEN_LINE = re.compile(r"^([ \t]*)(`{3,})[ \t]*([A-Za-z0-9_+#.-]*)([^`]*)$")
+#: an opening fence after prose on the same line ("Here it is: ```python"): needs a language tag.
+_OPEN_INLINE = re.compile(r"(`{3,})([A-Za-z][A-Za-z0-9_+#-]*)[ \t]*$")
+#: language tags accepted for a problem's language.
+LANGUAGE_TAGS: dict[str, frozenset[str]] = {
+    "python": frozenset({"python", "py", "python3", "py3"}),
+    "cpp": frozenset({"cpp", "c++", "cxx", "cc", "hpp"}),
+}
+
+
+def _tags(language: str) -> frozenset[str]:
+    language = language.lower()
+    for tags in LANGUAGE_TAGS.values():
+        if language in tags:
+            return tags
+    return frozenset({language})
+
+
+def _scan(text: str) -> tuple[list[tuple[str, str]], bool, list[tuple[int, str]]]:
+    """Split ``text`` into fenced blocks (CommonMark-like, line based).
+
+    A fence opens on a line of 3+ backticks (optionally indented) followed by an optional
+    language tag and attributes, or at the end of a prose line as ```` ```tag ````. It closes on a
+    line holding only backticks (at least as many as opened it). Backticks inside a code line
+    never close a block. The opening line's indentation is removed from the block's lines.
+
+    Returns:
+        ``(blocks, unclosed, outside)``: closed blocks as ``(tag, code)`` in order; whether the
+        text ends inside an open block; ``(offset, line)`` of the lines outside every block.
+    """
+    blocks: list[tuple[str, str]] = []
+    outside: list[tuple[int, str]] = []
+    fence: tuple[str, int, int] | None = None  # (tag, backticks, indentation width) of the open block
+    body: list[str] = []
+    offset = 0
+    for raw in text.splitlines(keepends=True):
+        pos, offset = offset, offset + len(raw)
+        line = raw.rstrip("\r\n")
+        if fence is not None:
+            stripped = line.strip()
+            if stripped and set(stripped) == {"`"} and len(stripped) >= fence[1]:
+                blocks.append((fence[0], "\n".join(body)))
+                fence, body = None, []
+                continue
+            cut = 0
+            while cut < fence[2] and cut < len(line) and line[cut] in " \t":
+                cut += 1
+            body.append(line[cut:])
+            continue
+        outside.append((pos, line))
+        m = _OPEN_LINE.match(line)
+        if m:
+            fence, body = (m.group(3).lower(), len(m.group(2)), len(m.group(1))), []
+            continue
+        m = _OPEN_INLINE.search(line)
+        if m:
+            fence, body = (m.group(2).lower(), len(m.group(1)), 0), []
+    return blocks, fence is not None, outside
+
+
 def _strip_reasoning(text: str) -> str:
     """The answer part of a response (reasoning removed).
+
+    Reasoning is a ``<think>…</think>`` block at the start of the response, text up to a
+    ``</think>`` outside code blocks (chat templates that open ``<think>`` in the prompt), or a
+    gpt-oss analysis channel. ``<think>`` inside a code block (a program's string) is code.
 
     Raises:
         ResponseError: the response ended while still reasoning.
@@ -174,38 +243,64 @@ def _strip_reasoning(text: str) -> str:
     elif "<|channel|>" in text:
         raise ResponseError("response ended in the analysis channel (no final channel): truncated reasoning")
     text = _CHANNEL_TOKENS.sub("", text)
-    if THINK_END in text:
-        text = text.rsplit(THINK_END, 1)[1]
-    elif "<think>" in text:
-        raise ResponseError("response ended inside <think> (reasoning not finished): truncated")
+    head = text.lstrip()
+    if head.startswith("<think>"):
+        end = head.find(THINK_END)
+        if end < 0:
+            raise ResponseError("response ended inside <think> (reasoning not finished): truncated")
+        text = head[end + len(THINK_END):]
+    for _ in range(text.count(THINK_END) + 1):  # later reasoning blocks, outside code
+        _, _, outside = _scan(text)
+        ends = [(pos, line) for pos, line in outside if THINK_END in line]
+        opens = [line for _, line in outside if "<think>" in line]
+        if ends:
+            pos, line = ends[-1]
+            text = text[pos + line.rfind(THINK_END) + len(THINK_END):]
+            continue
+        if opens:
+            raise ResponseError("response ended inside <think> (reasoning not finished): truncated")
+        break
     return text
 
 
 def parse_response(text: str, language: str | None = None) -> str:
-    """The program in the last complete fenced code block of an LLM response.
+    """The program in an LLM response: the last complete fenced block in the problem's language.
 
     Args:
         text: the raw completion (may contain reasoning, channels, prose, several blocks).
-        language: expected language (``"python"``/``"cpp"``); used only in error messages.
+        language: the problem's language (``"python"``/``"cpp"``). The last block tagged with it
+            (``python``/``py``; ``cpp``/``c++``) wins; else the last untagged block. Blocks tagged
+            with another language are refused. ``None``: the last block, whatever its tag.
 
     Returns:
-        The code inside the last complete block (without the fences), stripped of trailing spaces.
+        The code inside the chosen block (fences and the fence's indentation removed), with
+        trailing spaces stripped and one final newline.
 
     Raises:
-        ResponseError: not a string, no complete block, an unclosed block after the last complete
-            one (truncated response), an empty block, or reasoning that never finished.
+        ResponseError: not a string, no complete block, a block left open at the end (truncated
+            response), an empty block, only blocks in another language, or unfinished reasoning.
     """
     if not isinstance(text, str):
         raise ResponseError(f"response must be text, got {type(text).__name__}")
     answer = _strip_reasoning(text)
-    blocks = list(_FENCE.finditer(answer))
-    rest = answer[blocks[-1].end():] if blocks else answer
-    if "```" in rest:
+    blocks, unclosed, _ = _scan(answer)
+    if unclosed:
         raise ResponseError("response ends inside an unclosed code block (truncated)")
     if not blocks:
         want = f" ```{language}" if language else ""
         raise ResponseError(f"response contains no fenced code block{want}")
-    code = blocks[-1].group(2).rstrip()
+    if language:
+        tags = _tags(language)
+        chosen = [code for tag, code in blocks if tag in tags] or [code for tag, code in blocks if not tag]
+        if not chosen:
+            others = sorted({tag for tag, _ in blocks})
+            raise ResponseError(
+                f"the code block is tagged ```{others[-1] if len(others) == 1 else ', ```'.join(others)}, "
+                f"but this problem takes {language} programs (```{language} ... ```)")
+        code = chosen[-1]
+    else:
+        code = blocks[-1][1]
+    code = code.rstrip()
     if not code.strip():
         raise ResponseError("the last code block is empty")
     return code + "\n"

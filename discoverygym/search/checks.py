@@ -165,7 +165,8 @@ def policy_factory(name: str) -> Callable:
     if is_llm_spec(name):
         return llm_policy_factory(name)
     if name not in POLICIES:
-        raise ValueError(f"unknown policy {name!r}; registered: {', '.join(sorted(POLICIES))}")
+        raise ValueError(f"unknown policy {name!r}; registered: {', '.join(sorted(POLICIES))}, or an LLM "
+                         "(--action-mode code): hf:PATH_OR_ID, openai:URL, vllm:MODEL, tinker:MODEL")
     module, attr = POLICIES[name].split(":")
     return getattr(importlib.import_module(module), attr)
 

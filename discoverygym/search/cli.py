@@ -8,8 +8,11 @@ Wiring into the main command (``discoverygym/cli.py``)::
 
 Also runnable alone: ``python -m discoverygym.search.cli CirclePacking-26-v0 --run-dir runs/x``.
 
-Exit codes: 0 finished, 1 the search failed (the run directory stays resumable), 2 usage error,
-130 interrupted (Ctrl-C; resumable with ``--resume``).
+Exit codes: 0 finished, 1 the search failed (the run directory stays resumable), 2 usage error
+(bad flag, malformed ``--policy`` spec or URL, a model directory without model files, a run
+directory of another kind), 3 a backend is not available here (LLM extra / vllm / tinker SDK not
+installed, ``TINKER_API_KEY`` not set or rejected, the ``openai:URL`` server unreachable), 130
+interrupted (Ctrl-C; resumable with ``--resume``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from rich.table import Table
 
 from discoverygym.agents.policies import POLICIES
 from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
+from discoverygym.errors import BackendUnavailable
 from discoverygym.search.evolution import EvolutionarySearch, SearchConfig, SearchResult
 from discoverygym.search.runlog import RunLog
 from discoverygym.search.selectors import SELECTORS
@@ -101,7 +105,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "selector Φ. Writes config.json, archive.jsonl (every evaluation), best.json, archive.json and "
         "TensorBoard scalars into --run-dir. A killed run continues with --resume.",
         epilog="Example: discoverygym search CirclePacking-26-v0 --policy mutation --selector rpucg "
-        "-C 4 -L 20 -K 4 --run-dir runs/cp26",
+        "-C 4 -L 20 -K 4 --run-dir runs/cp26. Program envs (AtCoder, denoising, kernels) need "
+        "--action-mode code and an LLM policy, e.g. discoverygym search AHC039-v0 --action-mode code "
+        "--policy hf:MODEL --task-options '{\"n_cases\": 5}' --run-dir runs/ahc. "
+        "Exit codes: 0 finished; 1 failed mid-run (resumable); 2 usage error; 3 backend not available here "
+        "(LLM extra / vllm / tinker SDK not installed, TINKER_API_KEY not set or rejected, openai:URL server "
+        "unreachable); 130 interrupted (--resume continues).",
     )
     _add_arguments(p)
 
@@ -271,10 +280,12 @@ def _summary(console: Console, config: SearchConfig, result: SearchResult) -> No
 
 
 def _message(exc: BaseException) -> str:
-    """An error for the terminal (an ``OSError`` without its ``[Errno n]`` prefix)."""
+    """An error for the terminal, on one line (an ``OSError`` without its ``[Errno n]`` prefix)."""
     if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror + (f": {exc.filename}" if exc.filename else "")
-    return str(exc)
+        text = exc.strerror + (f": {exc.filename}" if exc.filename else "")
+    else:
+        text = str(exc)
+    return " ".join(text.split())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -296,6 +307,11 @@ def run(args: argparse.Namespace) -> int:
             progress=display,
             tensorboard=not args.no_tensorboard,
         )
+    except BackendUnavailable as exc:  # a missing LLM extra / SDK key, an unreachable server
+        if display is not None:
+            display.stop()
+        print(f"discoverygym search: unavailable here: {_message(exc)}", file=sys.stderr)
+        return 3
     except (ValueError, TypeError, OSError) as exc:  # json.JSONDecodeError is a ValueError
         if display is not None:
             display.stop()
@@ -311,6 +327,14 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 130
+    except BackendUnavailable as exc:
+        display.stop()
+        print(
+            f"discoverygym search: unavailable here: {_message(exc)}\n"
+            f"the run directory {args.run_dir} is resumable (--resume)",
+            file=sys.stderr,
+        )
+        return 3
     except Exception as exc:  # noqa: BLE001 - reported, run dir stays resumable
         display.stop()
         print(

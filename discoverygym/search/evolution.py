@@ -127,7 +127,14 @@ class SearchConfig:
                 task option the task does not take or rejects.
         """
         if not is_program_env(self.env_id):
-            return get_problem(self.env_id)
+            problem = get_problem(self.env_id)
+            unknown = sorted(set(self.env_kwargs) - {"sandbox", "program_budget_s"})
+            if unknown:
+                raise ValueError(
+                    f"{self.env_id} takes no option {', '.join(map(repr, unknown))} in env_kwargs (--task-options); "
+                    "task options are for program envs, construction envs take sandbox and program_budget_s"
+                )
+            return problem
         if self.action_mode != "code":
             raise ValueError(
                 f"{self.env_id} candidates are programs: it needs action_mode 'code' (--action-mode code), "

@@ -12,12 +12,17 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import inspect
 import os
+import socket
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from discoverygym.agents.irft.sft import SFTSettings, run_weighted_sft
+from discoverygym.errors import BackendUnavailable
 
 __all__ = ["Backend", "HFBackend", "TinkerBackend", "make_backend"]
 
@@ -118,18 +123,75 @@ class TinkerBackend:
         self.policy.load_checkpoint(path)
 
 
+def _tinker_preflight(timeout_s: float = 10.0) -> None:
+    """Fail fast where the Tinker SDK would retry for minutes: no API key, or no route to the service.
+
+    Raises:
+        ValueError: ``TINKER_API_KEY`` is not set.
+        BackendUnavailable: the SDK is not installed, or the service's host does not accept a
+            connection within ``timeout_s``.
+    """
+    if importlib.util.find_spec("tinker") is None:
+        raise BackendUnavailable("tinker: policies need the tinker SDK: pip install 'discoverygym[tinker]'")
+    if not os.environ.get("TINKER_API_KEY"):
+        raise ValueError("tinker: policies need an API key: set TINKER_API_KEY in the environment")
+    try:
+        from tinker.lib.base_url import resolve_base_url
+
+        url = resolve_base_url()
+    except ImportError:  # older SDKs
+        url = os.environ.get("TINKER_BASE_URL") or "https://tinker.thinkingmachines.dev/services/tinker-prod"
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname or "", port), timeout=timeout_s).close()
+    except OSError as exc:
+        raise BackendUnavailable(f"the Tinker service at {url} is unreachable: {exc}") from None
+
+
 def make_backend(spec: str, kwargs: dict | None = None) -> Backend:
     """Build the generator of ``spec`` (``hf:...`` or ``tinker:...``) with constructor ``kwargs``.
 
     Raises:
-        ValueError: another backend prefix or a malformed spec.
-        ImportError: the backend's extra is not installed (message names it).
+        ValueError: another backend prefix, a malformed spec, ``policy_kwargs`` the backend does
+            not take, or (``tinker:``) no ``TINKER_API_KEY``.
+        BackendUnavailable: (:class:`discoverygym.errors.BackendUnavailable`, exit 3) the backend's
+            extra is not installed (message names it) or the Tinker service is unreachable.
+        OSError: the model cannot be loaded (``ModelUnavailable``).
     """
-    from discoverygym.agents.policies.llm import BACKENDS, split_spec
+    from discoverygym.agents.policies import llm
 
-    backend, target = split_spec(spec)
+    backend, target = llm.split_spec(spec)
     if backend not in ("hf", "tinker"):
         raise ValueError(f"post-training needs a trainable generator: hf:PATH or tinker:MODEL, got {spec!r}")
-    module, attr = BACKENDS[backend].split(":")
-    policy = getattr(importlib.import_module(module), attr)(os.fspath(target), **(kwargs or {}))
+    if backend == "hf":
+        missing = [
+            m
+            for m in ("torch", "transformers", "peft", "trl", "datasets")
+            if importlib.util.find_spec(m) is None
+        ]
+        if missing:
+            raise BackendUnavailable(
+                f"post-training hf: models needs {', '.join(missing)}: pip install 'discoverygym[llm]'"
+            )
+    else:
+        _tinker_preflight()
+    module, attr = llm.BACKENDS[backend].split(":")
+    try:
+        cls = getattr(importlib.import_module(module), attr)
+        try:
+            inspect.signature(cls).bind(os.fspath(target), **(kwargs or {}))
+        except TypeError as exc:
+            raise ValueError(f"policy_kwargs of {spec!r}: {exc}") from None
+        policy = cls(os.fspath(target), **(kwargs or {}))
+    except llm.BackendUnavailable as exc:
+        raise BackendUnavailable(str(exc)) from None
+    except Exception as exc:
+        if type(exc).__module__.split(".")[0] == "tinker":
+            name = type(exc).__name__
+            if "Connection" in name or "Timeout" in name:
+                raise BackendUnavailable(f"the Tinker service is unreachable: {exc}") from None
+            if "Authentication" in name or "PermissionDenied" in name:
+                raise ValueError(f"tinker: the service refused TINKER_API_KEY: {exc}") from None
+        raise
     return HFBackend(policy) if backend == "hf" else TinkerBackend(policy)

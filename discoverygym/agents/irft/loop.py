@@ -33,7 +33,9 @@ what is logged; SFT restarts from the previous round's checkpoint, which is relo
 
 from __future__ import annotations
 
+import inspect
 import json
+import numbers
 import os
 import shutil
 import time
@@ -49,11 +51,12 @@ from discoverygym.agents.irft.buffer import ReplayBuffer, rows_from_search
 from discoverygym.agents.irft.credit import CREDIT_RULES, assign_credit
 from discoverygym.agents.irft.recording import RecordingPolicy, read_prompts
 from discoverygym.agents.irft.sft import SFTSettings
+from discoverygym.envs.registry import is_program_env
 from discoverygym.search.archive import atomic_write_json
 from discoverygym.search.evolution import EvolutionarySearch, SearchConfig
 from discoverygym.search.runlog import RunLog
 
-__all__ = ["IRFT", "IRFTConfig"]
+__all__ = ["IRFT", "IRFTConfig", "check_run_dir", "run_kind"]
 
 
 @dataclass
@@ -68,7 +71,8 @@ class IRFTConfig:
         trajectories: search trajectories per problem per round, Ĉ (TES: 32).
         steps, candidates: L and K of each search (ours: 8, 4).
         selector: Φ (``rpucg`` as TES).
-        top_percent: R per round (TES: 10, 10, 10, 10, 5, 5); the last value repeats.
+        top_percent: R per round (TES: 10, 10, 10, 10, 5, 5); rounds past the list use its last value
+            (the command line takes one value for every round or exactly one per round).
         credit: ``"irft"`` (0/1 top R%) or ``"grpo"`` (group-normalised trajectory advantages).
         credit_scope: ``irft`` ranking per ``"problem"`` or over the whole ``"buffer"``.
         sft: :class:`~discoverygym.agents.irft.sft.SFTSettings` fields (steps 100, batch 256, lr 2e-5).
@@ -100,13 +104,32 @@ class IRFTConfig:
     env_kwargs: dict = field(default_factory=dict)
 
     def validate(self) -> None:
-        """Raise ``ValueError`` for an impossible configuration (before anything runs)."""
-        from discoverygym.envs.registry import get_problem
+        """Raise ``ValueError`` for an impossible configuration (before anything runs or is created).
 
+        Checks: at least one training problem; no problem listed twice and none both trained on and
+        held out; each problem's search configuration (env id, task options in ``env_kwargs``,
+        selector, C/L/K) as :meth:`~discoverygym.search.evolution.SearchConfig.validate` does; a
+        trainable ``policy`` spec (``hf:`` or ``tinker:``); the integer sizes; ``top_percent``
+        values in (0, 100]; the credit rule and scope; the SFT settings
+        (:meth:`~discoverygym.agents.irft.sft.SFTSettings.validate`).
+        """
+        for name in ("problems", "heldout"):
+            value = getattr(self, name)
+            if not isinstance(value, list) or not all(isinstance(x, str) and x for x in value):
+                raise ValueError(f"{name} must be a list of env ids, got {value!r}")
         if not self.problems:
             raise ValueError("at least one training problem is needed")
-        for env_id in [*self.problems, *self.heldout]:
-            get_problem(env_id)
+        for name in ("problems", "heldout"):
+            ids = getattr(self, name)
+            twice = sorted({x for x in ids if ids.count(x) > 1})
+            if twice:
+                raise ValueError(f"{name} lists {', '.join(twice)} more than once")
+        both = [x for x in self.problems if x in self.heldout]
+        if both:
+            raise ValueError(
+                f"{', '.join(both)} is both a training and a held-out problem; held-out problems "
+                "must not be trained on"
+            )
         for name in (
             "rounds",
             "trajectories",
@@ -117,22 +140,150 @@ class IRFTConfig:
             "eval_candidates",
         ):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-        if not self.top_percent or any(not 0 < float(r) <= 100 for r in self.top_percent):
-            raise ValueError(f"top_percent values must be in (0, 100], got {self.top_percent!r}")
+        if not isinstance(self.seed, numbers.Integral) or isinstance(self.seed, bool) or self.seed < 0:
+            raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
+        if self.action_mode != "code":
+            raise ValueError(
+                f"action_mode must be 'code' (the generator writes programs), got {self.action_mode!r}"
+            )
+        for name in ("policy_kwargs", "env_kwargs", "sft"):
+            if not isinstance(getattr(self, name), dict):
+                raise ValueError(f"{name} must be a JSON object, got {getattr(self, name)!r}")  # noqa: TRY004
+        self._validate_policy()
+        for env_id in [*self.problems, *self.heldout]:
+            train = env_id in self.problems
+            SearchConfig(
+                env_id=env_id,
+                selector=self.selector,
+                C=self.trajectories if train else self.eval_trajectories,
+                L=self.steps if train else self.eval_steps,
+                K=self.candidates if train else self.eval_candidates,
+                action_mode=self.action_mode,
+                env_kwargs=dict(self.env_kwargs),
+            ).validate(check_policy=False)
+            if not is_program_env(env_id) and self.env_kwargs:
+                from discoverygym.envs.base import DiscoveryEnv
+
+                try:  # the options a search passes to the env, checked by name without building it
+                    inspect.signature(DiscoveryEnv).bind(
+                        env_id, action_mode=self.action_mode, **self.env_kwargs
+                    )
+                except TypeError as exc:
+                    raise ValueError(
+                        f"{env_id} does not take task options {self.env_kwargs!r}: {exc}"
+                    ) from None
+        tp = self.top_percent
+        if (
+            not isinstance(tp, list)
+            or not tp
+            or not all(isinstance(r, numbers.Real) and not isinstance(r, bool) for r in tp)
+            or any(not 0 < float(r) <= 100 for r in tp)
+        ):
+            raise ValueError(f"top_percent values must be numbers in (0, 100], got {tp!r}")
         if self.credit not in CREDIT_RULES:
             raise ValueError(f"credit must be one of {', '.join(CREDIT_RULES)}, got {self.credit!r}")
         if self.credit_scope not in ("problem", "buffer"):
             raise ValueError(f"credit_scope must be 'problem' or 'buffer', got {self.credit_scope!r}")
         try:
-            SFTSettings(**self.sft)
+            settings = SFTSettings(**self.sft)
         except TypeError as exc:
             raise ValueError(f"sft settings: {exc}") from None
+        settings.validate()
+
+    def _validate_policy(self) -> None:
+        from discoverygym.agents.policies.llm import split_spec
+
+        if not isinstance(self.policy, str):
+            raise ValueError(f"policy must be a string such as hf:PATH or tinker:MODEL, got {self.policy!r}")  # noqa: TRY004
+        try:
+            backend, _ = split_spec(self.policy)
+        except ValueError:
+            backend = None
+        if backend not in ("hf", "tinker"):
+            raise ValueError(
+                f"post-training needs a trainable generator: hf:PATH or tinker:MODEL, got {self.policy!r}"
+            )
 
     def top_percent_at(self, round_index: int) -> float:
         """R of round ``round_index`` (the last listed value for later rounds)."""
         return float(self.top_percent[min(round_index, len(self.top_percent) - 1)])
+
+
+def run_kind(run_dir: str | os.PathLike) -> str | None:
+    """What ``run_dir`` holds: ``"post-train"``, ``"search"``, ``"train"``, ``"other"`` (a
+    ``config.json`` of none of these) or ``None`` (no run: absent, or a directory without one).
+
+    Post-train writes ``config.json`` with ``problems``/``policy`` and ``state.json``; ``discoverygym
+    search`` writes ``config.json`` with ``C``/``L``/``K``; ``discoverygym train`` writes
+    ``config.json`` with ``env_id``/``steps`` and ``checkpoints/latest.json``.
+    """
+    d = Path(run_dir)
+    if not d.is_dir():
+        return None
+    path = d / "config.json"
+    if path.is_file():
+        try:
+            cfg = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return "other"
+        if not isinstance(cfg, dict):
+            return "other"
+        if "problems" in cfg and "policy" in cfg:
+            return "post-train"
+        if {"C", "L", "K", "env_id"} <= cfg.keys():
+            return "search"
+        if "env_id" in cfg and "steps" in cfg:
+            return "train"
+        return "other"
+    if (d / "state.json").exists() or (d / ReplayBuffer.FILE).exists():
+        return "post-train"
+    if (d / "checkpoints" / "latest.json").exists():
+        return "train"
+    if (d / RunLog.CONFIG).exists() or (d / "archive.jsonl").exists():
+        return "search"
+    return None
+
+
+def check_run_dir(run_dir: str | os.PathLike, *, resume: bool) -> dict | None:
+    """Check that ``run_dir`` can be used (nothing is created); returns the stored configuration
+    with ``resume``, else ``None``.
+
+    Raises:
+        ValueError: the path (or a parent) is not a directory; ``resume`` of a directory without a
+            post-train run (a search or train run is named as such); a new run in a directory
+            that already holds a run.
+    """
+    d = Path(run_dir)
+    if d.exists() and not d.is_dir():
+        raise ValueError(f"{d} exists and is not a directory")
+    for parent in d.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"cannot create {d}: {parent} is not a directory")
+            break
+    kind = run_kind(d)
+    other = {
+        "search": "a search run (discoverygym search)",
+        "train": "a train run (discoverygym train)",
+        "other": "a config.json that is not a post-train configuration",
+    }
+    if resume:
+        if kind is None:
+            raise ValueError(f"cannot resume {d}: it holds no post-train run (no config.json)")
+        if kind != "post-train":
+            raise ValueError(f"cannot resume {d}: it holds {other[kind]}, not a post-train run")
+        try:
+            stored = json.loads((d / "config.json").read_text())
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"cannot resume {d}: unreadable config.json ({exc})") from None
+        return stored
+    if kind == "post-train":
+        raise ValueError(f"{d} already holds a post-train run: pass --resume or choose another --run-dir")
+    if kind is not None:
+        raise ValueError(f"{d} holds {other[kind]}; choose another --run-dir for a post-train run")
+    return None
 
 
 def _tag(env_id: str) -> str:
@@ -174,16 +325,12 @@ class IRFT:
         config.validate()
         self.config = config
         self.dir = Path(run_dir)
-        stored = self._read_json("config.json")
+        stored = check_run_dir(self.dir, resume=resume)
         if resume:
-            if stored is None:
-                raise ValueError(f"cannot resume {self.dir}: it holds no IRFT run (no config.json)")
             given = self._config_dict()
             diff = {k: (stored.get(k), v) for k, v in given.items() if stored.get(k) != v and k != "rounds"}
             if diff:
                 raise ValueError(f"cannot resume {self.dir}: configuration differs (stored, given): {diff}")
-        elif stored is not None or (self.dir / "state.json").exists():
-            raise ValueError(f"{self.dir} already holds an IRFT run; resume it or use a new run dir")
         self.executor = executor
         self.workers = workers
         self.progress = progress or (lambda message: None)

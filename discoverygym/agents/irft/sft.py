@@ -22,6 +22,8 @@ Requires the ``llm`` extra (torch, transformers, trl, datasets).
 from __future__ import annotations
 
 import functools
+import math
+import numbers
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -69,9 +71,52 @@ class SFTSettings:
     bf16: bool | None = None
     gradient_checkpointing: bool = True
 
+    def validate(self) -> None:
+        """Raise ``ValueError`` for settings no run can use (checked before a run starts).
+
+        ``steps``, ``batch_size``, ``micro_batch_size``: integers >= 1, with ``batch_size`` a
+        multiple of ``micro_batch_size`` (so a step sees exactly ``batch_size`` examples); ``lr``
+        and ``max_grad_norm``: finite and > 0; ``warmup_ratio`` in [0, 1); ``normalize``:
+        ``"sequence"`` or ``"token"``; ``max_length``: ``None`` or an integer >= 1.
+        """
+
+        def integer(name: str, minimum: int) -> None:
+            value = getattr(self, name)
+            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
+                raise ValueError(f"sft {name} must be an integer >= {minimum}, got {value!r}")
+
+        for name in ("steps", "batch_size", "micro_batch_size"):
+            integer(name, 1)
+        if self.batch_size % self.micro_batch_size:
+            raise ValueError(
+                f"sft batch_size ({self.batch_size}) must be a multiple of micro_batch_size "
+                f"({self.micro_batch_size})"
+            )
+        for name in ("lr", "max_grad_norm"):
+            value = getattr(self, name)
+            if not _real(value) or not math.isfinite(value) or value <= 0:
+                raise ValueError(f"sft {name} must be a finite number > 0, got {value!r}")
+        if not _real(self.warmup_ratio) or not 0 <= self.warmup_ratio < 1:
+            raise ValueError(f"sft warmup_ratio must be in [0, 1), got {self.warmup_ratio!r}")
+        if self.normalize not in ("sequence", "token"):
+            raise ValueError(f"sft normalize must be 'sequence' or 'token', got {self.normalize!r}")
+        if self.max_length is not None:
+            integer("max_length", 1)
+        integer("seed", 0)
+        if self.bf16 not in (None, True, False):
+            raise ValueError(f"sft bf16 must be true, false or null, got {self.bf16!r}")
+        if self.gradient_checkpointing not in (True, False):
+            raise ValueError(
+                f"sft gradient_checkpointing must be true or false, got {self.gradient_checkpointing!r}"
+            )
+
     def accumulation(self) -> int:
         """Gradient-accumulation steps: ``ceil(batch_size / micro_batch_size)``."""
         return max(1, -(-self.batch_size // max(1, self.micro_batch_size)))
+
+
+def _real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def features(tokenizer: Any, example: dict) -> dict:

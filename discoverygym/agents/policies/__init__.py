@@ -174,6 +174,7 @@ def make_trainable_policy(name: str, shape: Sequence[int], **kwargs: Any) -> Tra
         ImportError: torch is not installed (``pip install 'discoverygym[rl]'``).
     """
     if name not in TRAINABLE_POLICIES:
-        raise ValueError(f"unknown trainable policy {name!r}; registered: {', '.join(sorted(TRAINABLE_POLICIES))}")
+        raise ValueError(f"unknown trainable policy {name!r}; registered: {', '.join(sorted(TRAINABLE_POLICIES))}, "
+                         "or an LLM (code mode): hf:PATH_OR_ID, openai:URL, vllm:MODEL, tinker:MODEL")
     module, attr = TRAINABLE_POLICIES[name].split(":")
     return getattr(importlib.import_module(module), attr)(shape=shape, **kwargs)

@@ -16,6 +16,7 @@ Requires the ``llm`` extra (``pip install 'discoverygym[llm]'``).
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -53,6 +54,39 @@ def _resolve_device(device: str) -> str:
     return device
 
 
+def _looks_like_path(model: str) -> bool:
+    """Whether ``model`` names a local path rather than a hub id (``org/name``)."""
+    text = str(model)
+    return (text.startswith(("/", "./", "../", "~", ".\\")) or text in (".", "..") or Path(text).exists()
+            or text.count("/") > 1 or text.endswith("/"))
+
+
+def _check_local_model(model: str | os.PathLike) -> None:
+    """Clear one-line errors for local model paths (missing, a file, a directory without a model).
+
+    Raises:
+        ModelUnavailable: the message names the path.
+    """
+    if not _looks_like_path(str(model)):
+        return
+    path = Path(str(model)).expanduser()
+    if not path.exists():
+        raise ModelUnavailable(f"no such directory: {model} (hf: takes a model directory or a hub id org/name)")
+    if not path.is_dir():
+        raise ModelUnavailable(f"{model} is not a directory (hf: takes a model directory or a hub id org/name)")
+    if not (path / "config.json").is_file():
+        raise ModelUnavailable(f"no model files (config.json) in {model}")
+    try:
+        config = json.loads((path / "config.json").read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        config = None
+    if not isinstance(config, dict) or "model_type" not in config:
+        raise ModelUnavailable(f"no model files in {model} (its config.json is not a model config: no model_type)")
+    weights = ("*.safetensors", "*.bin", "*.safetensors.index.json", "*.bin.index.json", "*.pt", "*.gguf")
+    if not any(any(path.glob(pattern)) for pattern in weights):
+        raise ModelUnavailable(f"no model weights (*.safetensors / *.bin) in {model}")
+
+
 def load_model_and_tokenizer(model: str | os.PathLike, *, device: str = "cpu", dtype: str = "auto") -> tuple[Any, Any]:
     """Load a causal LM and its tokenizer from a local directory or a hub id.
 
@@ -65,13 +99,17 @@ def load_model_and_tokenizer(model: str | os.PathLike, *, device: str = "cpu", d
         ``(model in eval mode on device, tokenizer)``.
 
     Raises:
-        ModelUnavailable: not a local directory and the hub (or its cache, offline) does not have it;
-            the message names the model.
+        ModelUnavailable: a local path that does not exist, is not a directory or has no
+            ``config.json``; not a local directory and the hub (or its cache, offline) does not have
+            it; the message names the model.
     """
     torch, transformers, _ = _imports()
     if dtype == "auto":
         dtype = "float32" if str(device).startswith("cpu") else "bfloat16"
     torch_dtype = getattr(torch, dtype)
+    _check_local_model(model)
+    if str(model).startswith("~"):
+        model = Path(str(model)).expanduser()
     local = Path(model).is_dir()
     offline = os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes")
     try:
@@ -80,7 +118,8 @@ def load_model_and_tokenizer(model: str | os.PathLike, *, device: str = "cpu", d
                                                                local_files_only=offline or local)
     except (OSError, ValueError) as exc:
         where = "local directory" if local else ("hub id (offline: HF_HUB_OFFLINE is set)" if offline else "hub id")
-        raise ModelUnavailable(f"could not load model {str(model)!r} as a {where}: {exc}") from None
+        text = " ".join(str(exc).split())
+        raise ModelUnavailable(f"could not load model {str(model)!r} as a {where}: {text[:400]}") from None
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return lm.to(device).eval(), tokenizer

@@ -21,10 +21,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from discoverygym import errors
 from discoverygym.agents.prompts import ResponseError, build_messages, failed_program, parse_response
 
 __all__ = [
     "BACKENDS",
+    "LLM_SPECS",
     "BackendUnavailable",
     "LLMSample",
     "ModelUnavailable",
@@ -42,9 +44,13 @@ BACKENDS: dict[str, str] = {
     "tinker": "discoverygym.agents.policies.tinker_policy:TinkerPolicy",
 }
 
+#: the LLM spec forms, for error messages and help texts.
+LLM_SPECS = "hf:PATH_OR_ID, openai:URL, vllm:MODEL, tinker:MODEL"
 
-class BackendUnavailable(ImportError):
-    """The backend's library is not installed (the message names the extra to install)."""
+
+class BackendUnavailable(errors.BackendUnavailable, ImportError):
+    """The backend cannot be used here: its library is not installed (the message names the extra),
+    its credentials are not set, or its service cannot be reached. The CLI exits with code 3."""
 
 
 class ModelUnavailable(OSError):
@@ -59,7 +65,7 @@ def split_spec(spec: str) -> tuple[str, str]:
     """
     backend, sep, target = spec.partition(":")
     if not sep or backend not in BACKENDS:
-        raise ValueError(f"LLM policy spec must be one of {', '.join(b + ':...' for b in BACKENDS)}; got {spec!r}")
+        raise ValueError(f"LLM policy spec must be one of {LLM_SPECS}; got {spec!r}")
     if not target:
         raise ValueError(f"LLM policy spec {spec!r} names no model/URL after '{backend}:'")
     return backend, target

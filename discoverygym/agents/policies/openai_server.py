@@ -36,11 +36,43 @@ from discoverygym.agents.policies.llm import (
     make_sample,
 )
 
-__all__ = ["OpenAIServerPolicy", "ServerError", "parse_choice"]
+__all__ = ["OpenAIServerPolicy", "ServerError", "ServerUnavailable", "check_url", "parse_choice"]
 
 
 class ServerError(RuntimeError):
     """The server answered with an error status or an unexpected body (message has the details)."""
+
+
+class ServerUnavailable(ServerError, BackendUnavailable):
+    """The server cannot be reached (connection refused, DNS, timeout) or refuses at start-up.
+
+    A :class:`~discoverygym.errors.BackendUnavailable`: the CLI exits with code 3.
+    """
+
+
+def check_url(url: str) -> str:
+    """The base URL of an ``openai:URL`` spec, normalised (no trailing ``/`` or ``/v1``).
+
+    Raises:
+        ValueError: not an ``http://`` / ``https://`` URL with a host (and a valid port).
+    """
+    from urllib.parse import urlsplit
+
+    text = str(url).strip()
+    try:
+        parts = urlsplit(text)
+        port_ok = parts.port is None or 0 < parts.port < 65536
+    except ValueError:
+        parts, port_ok = None, False
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+        raise ValueError(f"openai:URL needs the base URL of an OpenAI-compatible server, such as "
+                         f"http://127.0.0.1:8000; got {url!r}")
+    return text.rstrip("/").removesuffix("/v1")
+
+
+def _reason(exc: BaseException) -> str:
+    """One line: the exception's message, or its type when it has none."""
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
 
 
 def _token_id(token: str) -> int:
@@ -83,8 +115,9 @@ class OpenAIServerPolicy:
         api_key_env: environment variable holding the bearer token (never read from files).
 
     Raises:
-        BackendUnavailable: ``httpx`` is not installed.
-        ServerError: the server cannot be reached or lists no model.
+        ValueError: ``url`` is not an http(s) URL.
+        BackendUnavailable: ``httpx`` is not installed; :class:`ServerUnavailable` (a
+            BackendUnavailable): the server cannot be reached, answers with an error or lists no model.
     """
 
     action_modes = ("code",)
@@ -97,7 +130,7 @@ class OpenAIServerPolicy:
         except ImportError:
             raise BackendUnavailable("OpenAIServerPolicy needs httpx: pip install 'discoverygym[vllm]'") from None
         self._httpx = httpx
-        self.url = url.rstrip("/").removesuffix("/v1")
+        self.url = check_url(url)
         self.name = f"openai:{self.url}"
         self.max_new_tokens = int(max_new_tokens)
         self.temperature = float(temperature)
@@ -106,7 +139,15 @@ class OpenAIServerPolicy:
         self.concurrency = int(concurrency)
         key = os.environ.get(api_key_env)
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self.base_model = model or self._first_model()
+        if model:
+            self.base_model = model
+        else:
+            try:
+                self.base_model = self._first_model()
+            except ServerUnavailable:
+                raise
+            except ServerError as exc:
+                raise ServerUnavailable(f"the server at {self.url} is not usable: {exc}") from None
         self.model = self.base_model
         if tokenizer is None or isinstance(tokenizer, (str, os.PathLike)):
             from transformers import AutoTokenizer
@@ -119,8 +160,11 @@ class OpenAIServerPolicy:
     def _request(self, method: str, path: str, body: dict | None = None) -> dict:
         try:
             r = self._httpx.request(method, self.url + path, json=body, headers=self._headers, timeout=self.timeout_s)
+        except self._httpx.TransportError as exc:
+            raise ServerUnavailable(f"cannot reach the OpenAI-compatible server at {self.url}: "
+                                    f"{method} {path} failed ({_reason(exc)})") from None
         except self._httpx.HTTPError as exc:
-            raise ServerError(f"{method} {self.url}{path} failed: {exc}") from None
+            raise ServerError(f"{method} {self.url}{path} failed: {_reason(exc)}") from None
         if r.status_code >= 400:
             raise ServerError(f"{method} {self.url}{path}: HTTP {r.status_code}: {r.text[:500]}")
         try:
@@ -147,8 +191,11 @@ class OpenAIServerPolicy:
                 async with sem:
                     try:
                         r = await client.post(self.url + "/v1/completions", json=body)
+                    except self._httpx.TransportError as exc:
+                        raise ServerUnavailable(f"cannot reach the OpenAI-compatible server at {self.url}: "
+                                                f"POST /v1/completions failed ({_reason(exc)})") from None
                     except self._httpx.HTTPError as exc:
-                        raise ServerError(f"POST {self.url}/v1/completions failed: {exc}") from None
+                        raise ServerError(f"POST {self.url}/v1/completions failed: {_reason(exc)}") from None
                     if r.status_code >= 400:
                         raise ServerError(f"POST {self.url}/v1/completions: HTTP {r.status_code}: {r.text[:500]}")
                     return r.json()

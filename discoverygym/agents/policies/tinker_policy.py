@@ -118,7 +118,8 @@ class TinkerPolicy:
         seed: seeds the LoRA initialisation on the service.
 
     Raises:
-        BackendUnavailable: SDK missing; RuntimeError: ``TINKER_API_KEY`` is not set.
+        BackendUnavailable: SDK missing, ``TINKER_API_KEY`` not set, or the service refused / cannot
+            be reached (bad key, unknown model, no network).
     """
 
     action_modes = ("code",)
@@ -130,15 +131,20 @@ class TinkerPolicy:
         import tinker
 
         if not os.environ.get("TINKER_API_KEY"):
-            raise RuntimeError("TinkerPolicy needs the TINKER_API_KEY environment variable (never put it in a file)")
+            raise BackendUnavailable("TinkerPolicy needs the TINKER_API_KEY environment variable: set "
+                                     "TINKER_API_KEY (never put it in a file)")
         self.name = f"tinker:{model}"
         self.model_name = model
         self.max_new_tokens, self.temperature, self.system = int(max_new_tokens), float(temperature), system
         self.adam = {"learning_rate": lr, "beta1": adam_beta1, "beta2": adam_beta2, "eps": adam_eps}
-        self.service = tinker.ServiceClient()
-        self.training = self.service.create_lora_training_client(base_model=model, rank=lora_rank, seed=seed)
-        self.tokenizer = self.training.get_tokenizer()
-        self.base_sampler = self.service.create_sampling_client(base_model=model)
+        try:
+            self.service = tinker.ServiceClient()
+            self.training = self.service.create_lora_training_client(base_model=model, rank=lora_rank, seed=seed)
+            self.tokenizer = self.training.get_tokenizer()
+            self.base_sampler = self.service.create_sampling_client(base_model=model)
+        except tinker.TinkerError as exc:
+            text = " ".join(str(exc).split())[:300] or type(exc).__name__
+            raise BackendUnavailable(f"the Tinker service is not available for {model!r}: {text}") from None
         self.sampler = self.base_sampler
         self.version = 0
         self._stats: dict[str, float] = {}

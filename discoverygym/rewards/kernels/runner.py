@@ -188,7 +188,9 @@ def run_stage(source: str, job: dict, workdir: str, timeout_s: float) -> dict:
     deadline = time.monotonic() + timeout_s
 
     # The verifier: job on stdin, verdict and stderr in anonymous files, cwd outside the workdir.
-    venv = _device_env({**os.environ, "PYTHONPATH": pythonpath, "PYTHONDONTWRITEBYTECODE": "1"}, job["device"])
+    venv = _device_env(
+        {**os.environ, "PYTHONPATH": pythonpath, "PYTHONDONTWRITEBYTECODE": "1"}, job["device"]
+    )
     with tempfile.TemporaryFile() as vout, tempfile.TemporaryFile() as verr:
         verifier = subprocess.Popen(
             [sys.executable, "-m", "discoverygym.rewards.kernels.runner", "--verify"],
@@ -200,56 +202,60 @@ def run_stage(source: str, job: dict, workdir: str, timeout_s: float) -> dict:
             start_new_session=True,
         )
         try:
-            verifier.stdin.write(json.dumps({"job": job, "out": str(work / "out")}).encode() + b"\n")
-            verifier.stdin.flush()
-        except OSError:
-            pass
-        env = dict(os.environ)
-        env.update(
-            HOME=str(work),
-            TMPDIR=str(work / "tmp"),
-            TRITON_CACHE_DIR=str(work / "triton_cache"),
-            PYTHONPATH=pythonpath,
-            PYTHONDONTWRITEBYTECODE="1",
-        )
-        _device_env(env, job["device"])
-        with open(work / f"{stage}.out", "wb") as out, open(work / f"{stage}.err", "wb") as err:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "discoverygym.rewards.kernels.runner", str(work)],
-                cwd=work,
-                env=env,
-                stdout=out,
-                stderr=err,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-            timed_out = False
             try:
-                proc.wait(timeout=timeout_s)
+                verifier.stdin.write(json.dumps({"job": job, "out": str(work / "out")}).encode() + b"\n")
+                verifier.stdin.flush()
+            except OSError:
+                pass
+            env = dict(os.environ)
+            env.update(
+                HOME=str(work),
+                TMPDIR=str(work / "tmp"),
+                TRITON_CACHE_DIR=str(work / "triton_cache"),
+                PYTHONPATH=pythonpath,
+                PYTHONDONTWRITEBYTECODE="1",
+            )
+            _device_env(env, job["device"])
+            with open(work / f"{stage}.out", "wb") as out, open(work / f"{stage}.err", "wb") as err:
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "discoverygym.rewards.kernels.runner", str(work)],
+                    cwd=work,
+                    env=env,
+                    stdout=out,
+                    stderr=err,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+                timed_out = False
+                try:
+                    proc.wait(timeout=timeout_s)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                finally:
+                    _kill_group(proc)
+            # The candidate is gone: tell the verifier (EOF), let it finish the output in hand.
+            try:
+                verifier.stdin.close()
+            except OSError:
+                pass
+            try:
+                verifier.wait(timeout=0.1 if timed_out else max(30.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                timed_out = True
-            finally:
-                _kill_group(proc)
-        # The candidate is gone: tell the verifier (EOF), let it finish the output in hand.
-        try:
-            verifier.stdin.close()
-        except OSError:
-            pass
-        try:
-            verifier.wait(timeout=0.1 if timed_out else max(30.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            pass
-        _kill_group(verifier)
+                pass
+        finally:
+            _kill_group(verifier)  # also on errors and interrupts in the parent
         verdict = _read_verdict(vout)
         verifier_err = _tail(verr)
     stderr_tail = (work / f"{stage}.err").read_bytes()[-2000:].decode("utf-8", "replace")
     try:
         child = json.loads(result_path.read_text())
-        if not isinstance(child, dict):
-            raise ValueError
     except (OSError, ValueError):
         child = None
-    return _merge(job, plan(job), verdict, verifier_err, child, stderr_tail, timed_out, proc.returncode, timeout_s)
+    if not isinstance(child, dict):
+        child = None
+    return _merge(
+        job, plan(job), verdict, verifier_err, child, stderr_tail, timed_out, proc.returncode, timeout_s
+    )
 
 
 def _merge(
@@ -292,19 +298,35 @@ def _merge(
         return {**child, "ok": False, "stderr": stderr_tail}
     if not verdict:
         last = verifier_err.strip().splitlines()[-1] if verifier_err.strip() else "no output"
-        return {"ok": False, "error": f"the verifier process ended without a verdict: {last}", "stderr": stderr_tail}
+        return {
+            "ok": False,
+            "error": f"the verifier process ended without a verdict: {last}",
+            "stderr": stderr_tail,
+        }
     if not verdict.get("ok"):
-        return {"ok": False, "error": verdict.get("error") or "the verifier rejected the outputs", "stderr": stderr_tail}
+        return {
+            "ok": False,
+            "error": verdict.get("error") or "the verifier rejected the outputs",
+            "stderr": stderr_tail,
+        }
     errs = verdict.get("max_abs_err") or []
     if len(errs) != len(calls):
-        return {"ok": False, "error": "harness error: the verifier checked the wrong number of outputs", "harness_error": True}
+        return {
+            "ok": False,
+            "error": "harness error: the verifier checked the wrong number of outputs",
+            "harness_error": True,
+        }
     info = {k: child.get(k) for k in ("gpu_name", "platform", "torch", "device")}
     if stage == "check":
         cases = [{"case": c.name, "seed": s, "max_abs_err": e} for (c, s, _), e in zip(calls, errs)]
     else:
         timings = child.get("timings") or []
         if len(timings) != len(calls) // 2:
-            return {"ok": False, "error": "the timing stage reported the wrong number of cases", "stderr": stderr_tail}
+            return {
+                "ok": False,
+                "error": "the timing stage reported the wrong number of cases",
+                "stderr": stderr_tail,
+            }
         cases = []
         for i, t in enumerate(timings):
             (case, s, _), (_, s2, _) = calls[2 * i], calls[2 * i + 1]
@@ -432,7 +454,9 @@ def _emit(out_dir: Path, k: int, value: Any, problem: str, label: str) -> None:
     for name, t in parts:
         entry: dict[str, Any] = {"name": name, "plain": type(t) is torch.Tensor}
         entry["kind"] = (
-            "a torch.Tensor subclass" if isinstance(t, torch.Tensor) and not entry["plain"] else type(t).__name__
+            "a torch.Tensor subclass"
+            if isinstance(t, torch.Tensor) and not entry["plain"]
+            else type(t).__name__
         )
         if entry["plain"]:
             t = t.detach()
@@ -551,6 +575,10 @@ class _Reject(Exception):
     """An output failed the check (message for the agent)."""
 
 
+#: set once the first output of the candidate arrived.
+_SEEN = {"value": False}
+
+
 def _load_part(out_dir: Path, k: int, entry: Any, name: str, ref: Any) -> Any:
     """The candidate's tensor ``name`` of output ``k`` read back from its bytes, on ``ref``'s device."""
     import numpy as np
@@ -585,6 +613,19 @@ def _load_part(out_dir: Path, k: int, entry: Any, name: str, ref: Any) -> Any:
     return torch.from_numpy(raw).view(dtype).reshape(shape).to(ref.device)
 
 
+def _read_meta(path: Path) -> list:
+    """The candidate's JSON description of one output (small, a regular file, a list)."""
+    try:
+        meta = None
+        if not path.is_symlink() and path.stat().st_size <= _MAX_META_BYTES:
+            meta = json.loads(path.read_text())
+    except (OSError, ValueError):
+        meta = None
+    if not isinstance(meta, list):
+        raise _Reject("the output description is malformed")
+    return meta
+
+
 def _wait_for(path: Path, stdin_fd: int, eof: list) -> bool:
     """Wait until ``path`` exists; False once the parent closed stdin and it still does not."""
     while not path.exists():
@@ -612,15 +653,9 @@ def _verify(job: dict, out_dir: Path, stdin_fd: int) -> dict:
         meta_path = out_dir / f"{k}.json"
         if not _wait_for(meta_path, stdin_fd, eof):
             return {"ok": False, "error": f"{label}: the program produced no output", "max_abs_err": errs}
+        _SEEN["value"] = True  # from here on, a failure here may be the candidate's doing (e.g. OOM)
         try:
-            try:
-                if meta_path.is_symlink() or meta_path.stat().st_size > _MAX_META_BYTES:
-                    raise ValueError
-                meta = json.loads(meta_path.read_text())
-                if not isinstance(meta, list):
-                    raise ValueError
-            except (OSError, ValueError):
-                raise _Reject("the output description is malformed") from None
+            meta = _read_meta(meta_path)
             with torch.no_grad():
                 ref = reference(generate(case, device, seed=s))
                 refs = [ref] if problem == "trimul" else list(ref)
@@ -664,8 +699,13 @@ def verify_main() -> int:
         request = json.loads(line)
         out_dir = Path(request["out"])
         result = _verify(request["job"], out_dir, fd)
-    except Exception as exc:  # noqa: BLE001 - the harness's own failure, reported verbatim
-        result = _failure_result(exc, harness=True)
+    except Exception as exc:  # noqa: BLE001 - reported verbatim
+        # Before any output arrived it is the harness's or the backend's failure (no GPU); later the
+        # candidate shares the machine (it may hold the GPU's memory): a failure of the candidate.
+        result = _failure_result(exc, harness=not _SEEN["value"])
+        if _SEEN["value"]:
+            result["error"] = f"the verifier failed: {type(exc).__name__}: {str(exc)[:500]}"
+            result["rejected"] = True
     if out_dir is not None and not result.get("ok"):
         try:
             (out_dir / "stop").touch()

@@ -300,7 +300,10 @@ def violations(source: str, entry: str = "custom_kernel") -> list[str]:
         elif isinstance(node, ast.MatchClass):
             for attr in node.kwd_attrs:
                 if attr.startswith("__") or attr in _ATTR_ESCAPES:
-                    add(node, f"match pattern on attribute `{attr}` is not allowed (it reaches interpreter internals)")
+                    add(
+                        node,
+                        f"match pattern on attribute `{attr}` is not allowed (it reaches interpreter internals)",
+                    )
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             hit = next((a for a in sorted(_ATTR_ESCAPES) if a.startswith("__") and a in node.value), None)
             if hit:
