@@ -167,12 +167,13 @@ def build_backends(cfg: LLMTrainConfig) -> tuple[Any, Any]:
     from discoverygym.agents.policies.hf import HFPolicy
 
     if backend == "openai":
-        from discoverygym.agents.policies.openai_server import check_url
+        from discoverygym.agents.policies.openai_server import check_url, probe_server
 
         check_url(target)  # a malformed URL is refused before the learner loads
         if not cfg.train_model:
             raise ValueError("--policy openai:URL trains a local copy: pass --train-model PATH_OR_ID "
                              "(the model the server serves)")
+        probe_server(target)  # an unreachable server is reported before the learner loads
         from discoverygym.agents.policies.openai_server import OpenAIServerPolicy
 
         learner = HFPolicy(cfg.train_model, **hf_kw)

@@ -36,7 +36,7 @@ from discoverygym.agents.policies.llm import (
     make_sample,
 )
 
-__all__ = ["OpenAIServerPolicy", "ServerError", "ServerUnavailable", "check_url", "parse_choice"]
+__all__ = ["OpenAIServerPolicy", "ServerError", "ServerUnavailable", "check_url", "parse_choice", "probe_server"]
 
 
 class ServerError(RuntimeError):
@@ -70,7 +70,40 @@ def check_url(url: str) -> str:
     return text.rstrip("/").removesuffix("/v1")
 
 
-def _reason(exc: BaseException) -> str:
+def probe_server(url: str, *, timeout_s: float = 30.0, api_key_env: str = "OPENAI_API_KEY") -> list[str]:
+    """The model ids served at ``url`` (``GET /v1/models``): a cheap check before loading anything.
+
+    Raises:
+        ValueError: ``url`` is not an http(s) URL.
+        BackendUnavailable: ``httpx`` is missing; :class:`ServerUnavailable`: the server cannot be
+            reached, answers with an error or lists no model.
+    """
+    base = check_url(url)
+    try:
+        import httpx
+    except ImportError:
+        raise BackendUnavailable("OpenAIServerPolicy needs httpx: pip install 'discoverygym[vllm]'") from None
+    key = os.environ.get(api_key_env)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    try:
+        r = httpx.get(base + "/v1/models", headers=headers, timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        raise ServerUnavailable(f"cannot reach the OpenAI-compatible server at {base}: "
+                                f"GET /v1/models failed ({_reason(exc)})") from None
+    if r.status_code >= 400:
+        raise ServerUnavailable(f"the server at {base} is not usable: GET /v1/models: HTTP {r.status_code}: "
+                                f"{_reason(r.text)}")
+    try:
+        ids = [m["id"] for m in r.json().get("data") or []]
+    except (ValueError, TypeError, KeyError, AttributeError):
+        raise ServerUnavailable(f"the server at {base} is not an OpenAI-compatible server "
+                                "(GET /v1/models did not list models)") from None
+    if not ids:
+        raise ServerUnavailable(f"the server at {base} lists no model (GET /v1/models)")
+    return ids
+
+
+def _reason(exc: BaseException | str) -> str:
     """One line: the exception's message, or its type when it has none."""
     return " ".join(str(exc).split())[:300] or type(exc).__name__
 
