@@ -166,3 +166,12 @@ def test_missing_backends_exit_3(tmp_path, capsys, monkeypatch):
     assert search_main(["CirclePacking-26-v0", "--policy", "tinker:m", *flags]) == 3
     err = capsys.readouterr().err
     assert "Tinker service is not available" in err and "Traceback" not in err
+
+
+def test_search_run_dir_under_a_file(tmp_path, capsys):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    assert search_main(["CirclePacking-26-v0", "--run-dir", str(afile / "sub")]) == 2
+    err = capsys.readouterr().err
+    assert f"{afile} exists and is not a directory" in err and len(err.strip().splitlines()) == 1
+    assert err.startswith("discoverygym search: error: cannot create the run directory")

@@ -115,7 +115,7 @@ class LLMTrainConfig:
         if self.budget_s is not None and not (isinstance(self.budget_s, (int, float)) and self.budget_s > 0):
             raise ValueError(f"budget_s must be positive, got {self.budget_s!r}")
         if not isinstance(self.env_kwargs, dict):
-            raise ValueError(f"task options (env_kwargs) must be a JSON object, got {self.env_kwargs!r}")
+            raise ValueError(f"task options (env_kwargs) must be a JSON object, got {self.env_kwargs!r}")  # noqa: TRY004
         split_spec(self.policy)
 
     def to_dict(self) -> dict:

@@ -28,7 +28,6 @@ __all__ = [
 ACTION_MODES: tuple[str, ...] = ("construction", "code")
 
 
-
 # ----------------------------------------------------------------------------- keyword arguments
 def _hints(obj: Any) -> dict[str, Any]:
     try:
@@ -165,8 +164,10 @@ def policy_factory(name: str) -> Callable:
     if is_llm_spec(name):
         return llm_policy_factory(name)
     if name not in POLICIES:
-        raise ValueError(f"unknown policy {name!r}; registered: {', '.join(sorted(POLICIES))}, or an LLM "
-                         "(--action-mode code): hf:PATH_OR_ID, openai:URL, vllm:MODEL, tinker:MODEL")
+        raise ValueError(
+            f"unknown policy {name!r}; registered: {', '.join(sorted(POLICIES))}, or an LLM "
+            "(--action-mode code): hf:PATH_OR_ID, openai:URL, vllm:MODEL, tinker:MODEL"
+        )
     module, attr = POLICIES[name].split(":")
     return getattr(importlib.import_module(module), attr)
 

@@ -90,8 +90,10 @@ _PARAMS: list[tuple[tuple[str, ...], str, Any, Any, str]] = [
         "env_kwargs",
         json.loads,
         {},
-        "options of a program env (AtCoder, denoising, kernels; needs --action-mode code) as JSON, "
-        "e.g. '{{\"n_cases\": 5}}'",
+        (
+            "options of a program env (AtCoder, denoising, kernels; needs --action-mode code) as JSON, "
+            "e.g. '{{\"n_cases\": 5}}'"
+        ),
     ),
 ]
 
@@ -198,6 +200,19 @@ def _config_from_args(args: argparse.Namespace) -> SearchConfig:
     return SearchConfig(env_id=args.env_id, **defaults)
 
 
+def _check_run_dir_path(run_dir: Path) -> None:
+    """Refuse a new run directory that is a file or lies under one (one clear line, exit 2)."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ValueError(f"cannot create the run directory {run_dir}: it exists and is not a directory")
+    for parent in run_dir.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(
+                    f"cannot create the run directory {run_dir}: {parent} exists and is not a directory"
+                )
+            break
+
+
 def _run_kind(run_dir: Path, stored: dict) -> str:
     """``"search"``, ``"train"``, ``"post-train"`` or ``"different"`` for a run directory's config."""
     if {"C", "L", "K", "selector"} <= stored.keys():
@@ -295,6 +310,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.env_id not in ENVS and args.env_id not in PROGRAM_TASKS:
             raise ValueError(f"unknown env {args.env_id!r}; run `discoverygym list`")
+        if not args.resume:
+            _check_run_dir_path(Path(args.run_dir))
         config = _config_from_args(args)
         display = _Display(console, config.budget, args.log_every)
         search = EvolutionarySearch(

@@ -43,6 +43,33 @@ def _types() -> Any:
     return types
 
 
+def _check_reachable(timeout_s: float = 15.0) -> None:
+    """Fail fast when the Tinker service's host cannot be reached (the SDK retries for minutes).
+
+    Raises:
+        BackendUnavailable: no route / DNS failure / refused connection to the service.
+    """
+    import socket
+    from urllib.parse import urlsplit
+
+    try:
+        from tinker.lib.base_url import resolve_base_url
+
+        base = resolve_base_url()
+    except Exception:  # noqa: BLE001 - older SDKs: the environment override or the documented default
+        base = os.environ.get("TINKER_BASE_URL") or "https://tinker.thinkingmachines.dev"
+    parts = urlsplit(base)
+    if not parts.hostname:
+        raise BackendUnavailable(f"the Tinker service is not available: TINKER_BASE_URL {base!r} is not a URL")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        raise BackendUnavailable(f"the Tinker service is not available: cannot reach {base} ({reason}); "
+                                 "check the network or TINKER_BASE_URL") from None
+
+
 def _shifted(sample: LLMSample) -> tuple[list[int], list[int], int]:
     """``(model input ids, target ids, index of the first completion target)`` of one sample."""
     tokens = list(sample.prompt_ids) + list(sample.completion_ids)
@@ -139,6 +166,7 @@ class TinkerPolicy:
         self.adam = {"learning_rate": lr, "beta1": adam_beta1, "beta2": adam_beta2, "eps": adam_eps}
         try:
             self.service = tinker.ServiceClient()
+            _check_reachable()
             self.training = self.service.create_lora_training_client(base_model=model, rank=lora_rank, seed=seed)
             self.tokenizer = self.training.get_tokenizer()
             self.base_sampler = self.service.create_sampling_client(base_model=model)
