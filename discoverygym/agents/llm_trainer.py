@@ -427,12 +427,9 @@ class LLMTrainer:
         atomic_write_json(tmp / "trainer.json", {
             "step": self.step_index, "rng": self.rng.bit_generator.state, "best": self.best.to_dict(),
             "initial": self.initial.to_dict(), "history": self.history})
-        shutil.rmtree(root / name, ignore_errors=True)
-        os.replace(tmp, root / name)
-        atomic_write_json(root / "latest.json", {"step": self.step_index, "dir": name})
-        for old in root.glob("step_*"):
-            if old.name != name:
-                shutil.rmtree(old, ignore_errors=True)
+        from discoverygym.agents.trainer import publish_checkpoint
+
+        publish_checkpoint(root, tmp, name, self.step_index)
 
     def _load_checkpoint(self) -> None:
         assert self.run_dir is not None

@@ -350,12 +350,7 @@ class Trainer:
             "step": self.step_index, "rng": self.rng.bit_generator.state, "best": self.best.to_dict(),
             "initial": self.initial.to_dict(), "history": self.history,
         })
-        shutil.rmtree(root / name, ignore_errors=True)
-        os.replace(tmp, root / name)
-        atomic_write_json(root / "latest.json", {"step": self.step_index, "dir": name})
-        for old in root.glob("step_*"):
-            if old.name != name:
-                shutil.rmtree(old, ignore_errors=True)
+        publish_checkpoint(root, tmp, name, self.step_index)
 
     def _load_checkpoint(self) -> None:
         assert self.run_dir is not None
@@ -376,6 +371,20 @@ class Trainer:
         self.history = state["history"]
         metrics = self.run_dir / "metrics.jsonl"  # drop lines logged after the checkpoint
         metrics.write_text("".join(json.dumps(m) + "\n" for m in self.history))
+
+
+def publish_checkpoint(root: Path, tmp: Path, name: str, step: int) -> None:
+    """Make the finished checkpoint directory ``tmp`` the latest one, atomically.
+
+    Moves ``tmp`` to ``root/name``, points ``root/latest.json`` at it, then removes older
+    ``step_*`` directories, so a kill at any moment leaves ``latest.json`` naming a complete one.
+    """
+    shutil.rmtree(root / name, ignore_errors=True)
+    os.replace(tmp, root / name)
+    atomic_write_json(root / "latest.json", {"step": step, "dir": name})
+    for old in root.glob("step_*"):
+        if old.name != name:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def run_steps(trainer: Any) -> None:

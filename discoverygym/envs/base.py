@@ -215,20 +215,11 @@ class DiscoveryEnv(CandidateEnv):
             child = self.evaluate_program(action, parent=parent, seed=self._new_seed(), **common)
         else:
             child = self.evaluate_construction(action, **common)
-        self._steps += 1
-        if child.valid:
-            self.state = child
-        terminated = self._steps >= self.horizon
-        return self._observation(), float(child.reward), terminated, False, self._info(child)
+        return self._finish_step(child)
 
-    def render(self) -> str | np.ndarray | None:
-        """``"ansi"``: a text summary; ``"rgb_array"``: uint8 (H, W, 3) picture of the construction."""
-        if self.render_mode is None or self.state is None:
-            return None
-        if self.render_mode == "ansi":
-            return self.summary(self.state)
-        image = self.problem.render(np.asarray(self.state.solution, dtype=np.float64), 256)
-        return np.ascontiguousarray(image, dtype=np.uint8)
+    def _picture(self, state: State, size: int) -> np.ndarray:
+        """The problem's picture of a construction (``render_mode="rgb_array"``)."""
+        return self.problem.render(np.asarray(state.solution, dtype=np.float64), size)
 
     # ----------------------------------------------------------------- helpers
     def summary(self, state: State) -> str:

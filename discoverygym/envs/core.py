@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import gymnasium as gym
+import numpy as np
 
 from discoverygym.types import State
 
@@ -79,6 +80,26 @@ class CandidateEnv(gym.Env):
         self.failure_reward = problem.failure_reward
         self.state: State | None = None
         self._steps = 0
+
+    def _finish_step(self, child: State) -> tuple[dict, float, bool, bool, dict]:
+        """Record one evaluated candidate and build ``step``'s return value.
+
+        A valid child becomes the current state (the parent of the next step when horizon > 1);
+        ``terminated`` after ``horizon`` steps; ``truncated`` is always False.
+        """
+        self._steps += 1
+        if child.valid:
+            self.state = child
+        terminated = self._steps >= self.horizon
+        return self._observation(), float(child.reward), terminated, False, self._info(child)
+
+    def render(self) -> str | np.ndarray | None:
+        """``"ansi"``: a text summary; ``"rgb_array"``: a uint8 (256, 256, 3) picture of the state."""
+        if self.render_mode is None or self.state is None:
+            return None
+        if self.render_mode == "ansi":
+            return self.summary(self.state)
+        return np.ascontiguousarray(self._picture(self.state, 256), dtype=np.uint8)
 
     def _new_id(self) -> str:
         """A state id drawn from ``self.np_random`` (so seeded episodes repeat exactly)."""

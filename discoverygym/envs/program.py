@@ -276,19 +276,11 @@ class ProgramEnv(CandidateEnv):
         parent = self.state
         child = self.evaluate_program(action, seed=self._new_seed(), parent_ids=(parent.id,),
                                       metadata={"step": self._steps}, id=self._new_id())
-        self._steps += 1
-        if child.valid:
-            self.state = child
-        terminated = self._steps >= self.horizon
-        return self._observation(), float(child.reward), terminated, False, self._info(child)
+        return self._finish_step(child)
 
-    def render(self) -> str | np.ndarray | None:
-        """``"ansi"``: a text summary; ``"rgb_array"``: the task's uint8 (256, 256, 3) picture."""
-        if self.render_mode is None or self.state is None:
-            return None
-        if self.render_mode == "ansi":
-            return self.summary(self.state)
-        return np.ascontiguousarray(self.task.render(self.state, 256), dtype=np.uint8)
+    def _picture(self, state: State, size: int) -> np.ndarray:
+        """The task's picture of a state (``render_mode="rgb_array"``)."""
+        return self.task.render(state, size)
 
     # ----------------------------------------------------------------- helpers
     def summary(self, state: State) -> str:
