@@ -203,3 +203,87 @@ def test_parser_refusals(text, language, reason):
 
 def test_parser_without_language_takes_the_last_block_whatever_its_tag():
     assert parse_response("```python\na()\n```\n```text\nb\n```") == "b\n"
+
+
+# ---------------------------------------------------------------- parser cases found by QA (round 3)
+@pytest.mark.parametrize("text, expected", [
+    # P1: template-opened reasoning (no <think>) with an abandoned, unclosed draft fence
+    ("Plan:\n```python\ndraft = 0\n\nno, better idea\n</think>\nAnswer:\n```python\nanswer = 1\n```\n", "answer = 1\n"),
+    ("hmm ```python\nx = 0\n</think>```python\nx = 2\n```", "x = 2\n"),
+    ("think\n~~~python\nunfinished(\n</think>\n~~~python\nok()\n~~~", "ok()\n"),
+    # ... the reasoning quoted </think>: the answer after the last </think> is read
+    ("I will end with </think> soon.\n```python\ndraft()\n</think>\n```python\nfinal()\n```", "final()\n"),
+    # ... a </think> inside the answer's code is code
+    ("plan\n</think>\n```python\nEND = '</think>'\nprint(END)\n```", "END = '</think>'\nprint(END)\n"),
+])
+def test_p1_reasoning_is_removed_before_fences_are_read(text, expected):
+    assert parse_response(text, "python") == expected
+
+
+@pytest.mark.parametrize("char", ["\u2028", "\u2029", "\x1c", "\x1d", "\x1e", "\x85", "\x0b", "\x0c"])
+def test_p2_only_lf_cr_end_lines(char):
+    text = f"```python\nsep = 'left{char}right'\nprint(sep)\n```\n"
+    assert parse_response(text, "python") == f"sep = 'left{char}right'\nprint(sep)\n"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("<think>ok</think>\n```python\nrun()\n```\nYou never need a <think> tag here.", "run()\n"),
+    ("done\n</think>\n```python\nrun()\n```\nNote: <think> is only for reasoning.\n", "run()\n"),
+    ("```python\nfirst()\n```\nI could add <think> later, but\n```python\nsecond()\n```", "second()\n"),
+])
+def test_p3_think_mentioned_in_a_complete_answer(text, expected):
+    assert parse_response(text, "python") == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Old:\n```python\nold()\n```\nNew:\n~~~python\nnew()\n~~~\n", "new()\n"),
+    ("~~~~python\ns = '''\n~~~\n```\n'''\n~~~~", "s = '''\n~~~\n```\n'''\n"),  # shorter ~~~ and ``` are code
+    ("```python\nt = '''\n~~~\n'''\n```", "t = '''\n~~~\n'''\n"),  # a ~~~ line does not close a ``` block
+    ("~~~ {.python}\nplain()\n~~~", "plain()\n"),
+])
+def test_p4_tilde_fences(text, expected):
+    assert parse_response(text, "python") == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("```python\nreal()\n```\nAlways wrap code in ```python\nblocks, closed with\n```\n", "real()\n"),
+    ("```python\nreal()\n```\nWrap code in ```python\nblocks like\n```\nthis one.\n", "real()\n"),
+    ("```python\nreal()\n```\nI used ```python fences.\nDone.", "real()\n"),
+    ("Here it comes: ```python\nonly()\n```", "only()\n"),  # no line-start block: the prose fence counts
+])
+def test_p5_prose_ending_in_a_fence(text, expected):
+    assert parse_response(text, "python") == expected
+
+
+@pytest.mark.parametrize("tag, language", [
+    ("c++17", "cpp"), ("cpp20", "cpp"), ("C++", "cpp"), ("cc", "cpp"), ("cxx", "cpp"), ("gnu++17", "cpp"),
+    ("python3.11", "python"), ("py", "python"), ("python3", "python"), ("Python", "python"), ("py3", "python"),
+    ("cpp", "c++17"), ("python", "python3"),
+])
+def test_p6_tag_variants_beat_an_earlier_untagged_block(tag, language):
+    text = f"Input example:\n```\n5\n1 2 3 4 5\n```\nProgram:\n```{tag}\nPROGRAM\n```\n"
+    assert parse_response(text, language) == "PROGRAM\n"
+
+
+def test_p6_other_languages_still_refused():
+    with pytest.raises(ResponseError, match="tagged ```rust"):
+        parse_response("```rust2021\nfn main() {}\n```", "cpp")
+    with pytest.raises(ResponseError, match="tagged ```c,"):
+        parse_response("```c\nint main(){}\n```", "cpp")
+
+
+@pytest.mark.parametrize("text", [
+    "prose " + "`" * 200_000 + "!\n```python\nprint(1)\n```\n",
+    "x" + "`" * 200_000 + "python\nprint(1)\n" + "`" * 200_000,
+    "`" * 200_000,
+    "~" * 200_000,
+    "a ```py\n" * 50_000,
+    "</think>\n" * 50_000 + "```python\nx\n```",
+    ("`" * 40 + "py </think> <think> ~~~\n") * 5_000,
+])
+def test_p7_long_fence_runs_parse_in_linear_time(text):
+    try:
+        out = parse_response(text, "python")
+    except ResponseError:
+        return
+    assert isinstance(out, str) and out.strip()

@@ -14,14 +14,21 @@ program contract in our own words), ``direction``, ``sota``, ``entry`` and, for 
 5. the rules of the answer: one fenced code block in the problem's language, last block counts.
 
 The parser (:func:`parse_response`) takes the *last* complete fenced code block tagged with the
-problem's language (else the last untagged block) of a response, after removing reasoning:
-``<think>…</think>`` blocks at the start or outside code blocks, and gpt-oss style channels
-(``<|channel|>analysis<|message|>…`` / ``<|channel|>final<|message|>…``). Fences are read line
-by line: a block closes only on a line holding nothing but backticks, attributes after the tag
-(```` ```python title="a.py" ````) are ignored and an indented fence's indentation is removed. A
-response that has no block, only blocks in another language, ends inside its reasoning or
-inside an unclosed block raises :class:`ResponseError` with the reason; it never crashes on
-odd input.
+problem's language (else the last untagged block) of a response, after removing reasoning first
+(fences inside reasoning are never read): gpt-oss style channels
+(``<|channel|>analysis<|message|>…`` / ``<|channel|>final<|message|>…``), a leading
+``<think>…</think>``, text up to ``</think>`` when no ``<think>`` precedes it (templates that open
+``<think>`` in the prompt), and later ``<think>…</think>`` outside code. Lines end at LF, CRLF
+or CR only (U+2028, form feed etc. inside a string stay). Fences are read line by
+line (CommonMark-like): a fence opens on a line starting (after indentation) with 3+ backticks or
+3+ tildes and closes on a line holding only the same character, at least as many; attributes after
+the tag (```` ```python title="a.py" ````) are ignored, tags lose case and version suffix
+(``c++17``, ``python3.11``) and aliases count (``py``, ``cc``, ``cxx``, ...), and an indented
+fence's indentation is removed. A fence ending a prose line (``Here it is: ```python``) opens a
+block only when no line-start block exists, but a response left open under that reading is
+truncated. A response that has no block, only blocks in another language, ends inside its
+reasoning or inside an unclosed block raises :class:`ResponseError` with the reason; it never
+crashes on odd input, and parsing is linear in the response length.
 
 The "stop thinking, answer now" forcing (TTT-Discover App. A, two-phase sampling with a thinking
 budget) is :func:`needs_forcing` + :data:`FORCE_ANSWER`: after ``thinking_budget`` tokens a
@@ -165,33 +172,78 @@ def build_messages(problem: Any, parent: State, inspirations: Sequence[State] = 
     return messages
 
 
-#: a line that opens a fence: indentation, 3+ backticks, an optional language tag, optional attributes
-#: (``title="a.py"``) without backticks.
-_OPEN_LINE = re.compile(r"^([ \t]*)(`{3,})[ \t]*([A-Za-z0-9_+#.-]*)([^`]*)$")
-#: an opening fence after prose on the same line ("Here it is: ```python"): needs a language tag.
-_OPEN_INLINE = re.compile(r"(`{3,})([A-Za-z][A-Za-z0-9_+#-]*)[ \t]*$")
-#: language tags accepted for a problem's language.
+#: characters allowed in a fence's language tag (``python``, ``c++17``, ``python3.11``).
+_TAG_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_+#.-")
+#: language tags accepted for a problem's language (after :func:`_norm_tag` removed a version suffix).
 LANGUAGE_TAGS: dict[str, frozenset[str]] = {
-    "python": frozenset({"python", "py", "python3", "py3"}),
-    "cpp": frozenset({"cpp", "c++", "cxx", "cc", "hpp"}),
+    "python": frozenset({"python", "py", "ipython"}),
+    "cpp": frozenset({"cpp", "c++", "cxx", "cc", "hpp", "hxx", "h++", "gnu++", "g++", "cplusplus"}),
 }
+#: how many ``</think>`` candidates / later reasoning blocks are tried (keeps parsing linear).
+_MAX_TRIES = 8
+
+
+def _norm_tag(tag: str) -> str:
+    """A fence tag without case and version suffix: ``C++17``→``c++``, ``python3.11``→``python``."""
+    tag = tag.lower()
+    return tag.rstrip("0123456789._-") or tag
 
 
 def _tags(language: str) -> frozenset[str]:
-    language = language.lower()
+    language = _norm_tag(language)
     for tags in LANGUAGE_TAGS.values():
         if language in tags:
             return tags
     return frozenset({language})
 
 
-def _scan(text: str) -> tuple[list[tuple[str, str]], bool, list[tuple[int, str]]]:
-    """Split ``text`` into fenced blocks (CommonMark-like, line based).
+def _opener(line: str) -> tuple[str, int, str, int] | None:
+    """``(char, run, tag, indentation)`` when ``line`` opens a fence (it starts with 3+ ` or ~)."""
+    body = line.lstrip(" \t")
+    if len(body) < 3 or body[0] not in "`~":
+        return None
+    char = body[0]
+    info = body.lstrip(char)
+    run = len(body) - len(info)
+    if run < 3 or (char == "`" and "`" in info):  # CommonMark: a backtick fence's info has no backticks
+        return None
+    info = info.strip(" \t")
+    end = 0
+    while end < len(info) and info[end] in _TAG_CHARS:
+        end += 1
+    return char, run, info[:end].lower(), len(line) - len(body)
 
-    A fence opens on a line of 3+ backticks (optionally indented) followed by an optional
-    language tag and attributes, or at the end of a prose line as ```` ```tag ````. It closes on a
-    line holding only backticks (at least as many as opened it). Backticks inside a code line
-    never close a block. The opening line's indentation is removed from the block's lines.
+
+def _inline_opener(line: str) -> tuple[str, int, str, int] | None:
+    """A fence ending a prose line (``Here it is: ```python``): 3+ backticks and a tag, at the line end."""
+    line = line.rstrip(" \t")
+    start = len(line)
+    while start > 0 and line[start - 1] in _TAG_CHARS:
+        start -= 1
+    if start == len(line) or not line[start].isalpha():
+        return None
+    run_start = start
+    while run_start > 0 and line[run_start - 1] == "`":
+        run_start -= 1
+    if start - run_start < 3 or not line[:run_start].strip(" \t"):
+        return None
+    return "`", start - run_start, line[start:].lower(), 0
+
+
+def _closes(line: str, fence: tuple[str, int, str, int]) -> bool:
+    stripped = line.strip(" \t")
+    return len(stripped) >= fence[1] and not stripped.lstrip(fence[0])
+
+
+def _scan(text: str, inline: bool = False) -> tuple[list[tuple[str, str]], bool, list[tuple[int, str]]]:
+    """Split ``text`` (LF line ends only) into fenced blocks, CommonMark-like, in one pass.
+
+    A fence opens on a line whose content (after indentation) starts with 3+ backticks or 3+
+    tildes, followed by an optional language tag and attributes (a backtick fence's attributes hold
+    no backticks). With ``inline``, 3+ backticks and a tag ending a prose line open one too. A
+    fence closes on a line holding only the same character, at least as many as opened it; other
+    lines (backticks inside code included) are code. The opening line's indentation is removed
+    from the block's lines.
 
     Returns:
         ``(blocks, unclosed, outside)``: closed blocks as ``(tag, code)`` in order; whether the
@@ -199,40 +251,64 @@ def _scan(text: str) -> tuple[list[tuple[str, str]], bool, list[tuple[int, str]]
     """
     blocks: list[tuple[str, str]] = []
     outside: list[tuple[int, str]] = []
-    fence: tuple[str, int, int] | None = None  # (tag, backticks, indentation width) of the open block
+    fence: tuple[str, int, str, int] | None = None  # (char, run, tag, indentation) of the open block
     body: list[str] = []
     offset = 0
-    for raw in text.splitlines(keepends=True):
-        pos, offset = offset, offset + len(raw)
-        line = raw.rstrip("\r\n")
+    for line in text.split("\n"):
+        pos, offset = offset, offset + len(line) + 1
         if fence is not None:
-            stripped = line.strip()
-            if stripped and set(stripped) == {"`"} and len(stripped) >= fence[1]:
-                blocks.append((fence[0], "\n".join(body)))
+            if _closes(line, fence):
+                blocks.append((fence[2], "\n".join(body)))
                 fence, body = None, []
                 continue
             cut = 0
-            while cut < fence[2] and cut < len(line) and line[cut] in " \t":
+            while cut < fence[3] and cut < len(line) and line[cut] in " \t":
                 cut += 1
             body.append(line[cut:])
             continue
         outside.append((pos, line))
-        m = _OPEN_LINE.match(line)
-        if m:
-            fence, body = (m.group(3).lower(), len(m.group(2)), len(m.group(1))), []
-            continue
-        m = _OPEN_INLINE.search(line)
-        if m:
-            fence, body = (m.group(2).lower(), len(m.group(1)), 0), []
+        fence = _opener(line) or (_inline_opener(line) if inline else None)
+        body = []
     return blocks, fence is not None, outside
 
 
-def _strip_reasoning(text: str) -> str:
-    """The answer part of a response (reasoning removed).
+def _read(text: str) -> tuple[list[tuple[str, str]], bool]:
+    """The blocks of an answer and whether it ends inside one (truncated).
 
-    Reasoning is a ``<think>…</think>`` block at the start of the response, text up to a
-    ``</think>`` outside code blocks (chat templates that open ``<think>`` in the prompt), or a
-    gpt-oss analysis channel. ``<think>`` inside a code block (a program's string) is code.
+    Blocks are those opened at the start of a line; only when there is none does a fence ending a
+    prose line (``Here it is: ```python``) open one. Truncation is judged on the reading that
+    honours such prose fences, so ``... then ```python`` + unfinished code is refused, while a
+    sentence like ``wrap code in ```python`` followed by ```` ``` ```` does not hide the real block.
+    """
+    blocks, _, _ = _scan(text)
+    inline_blocks, unclosed, _ = _scan(text, inline=True)
+    return blocks or inline_blocks, unclosed
+
+
+def _sane(answer: str) -> bool:
+    """Whether ``answer`` reads as a finished answer: closed blocks, none holding a ```` ```tag ```` line."""
+    blocks, unclosed = _read(answer)
+    if unclosed or not blocks:
+        return False
+    for _, code in blocks:
+        for line in code.split("\n"):
+            found = _opener(line)
+            if found and found[0] == "`" and found[2]:
+                return False
+    return True
+
+
+def _strip_reasoning(text: str) -> str:
+    """The answer part of a response (reasoning removed), read before any fence.
+
+    Reasoning is a gpt-oss analysis channel, or text ending at a ``</think>``: after a leading
+    ``<think>``, or from the start when ``</think>`` comes with no ``<think>`` before it (chat
+    templates that open ``<think>`` in the prompt, R1 style). Fences inside reasoning are not read
+    (an abandoned draft fence cannot swallow ``</think>``). Which ``</think>`` ends it: the first
+    one, unless the answer after it does not read as finished (then the last that does, e.g.
+    reasoning that quoted ``</think>``); a ``</think>`` inside the answer's code is code. Later
+    ``<think>…</think>`` outside code is removed too; a ``<think>`` outside code with no
+    ``</think>`` after it is unfinished reasoning only when the answer has no complete block.
 
     Raises:
         ResponseError: the response ended while still reasoning.
@@ -244,22 +320,39 @@ def _strip_reasoning(text: str) -> str:
         raise ResponseError("response ended in the analysis channel (no final channel): truncated reasoning")
     text = _CHANNEL_TOKENS.sub("", text)
     head = text.lstrip()
-    if head.startswith("<think>"):
-        end = head.find(THINK_END)
-        if end < 0:
+    first = text.find(THINK_END)
+    if head.startswith("<think>") or (first >= 0 and "<think>" not in text[:first]):
+        if head.startswith("<think>"):
+            text = head
+            first = text.find(THINK_END)
+        if first < 0:
             raise ResponseError("response ended inside <think> (reasoning not finished): truncated")
-        text = head[end + len(THINK_END):]
-    for _ in range(text.count(THINK_END) + 1):  # later reasoning blocks, outside code
+        ends = [first]
+        while len(ends) < 4 * _MAX_TRIES:
+            nxt = text.find(THINK_END, ends[-1] + 1)
+            if nxt < 0:
+                break
+            ends.append(nxt)
+        if len(ends) == 4 * _MAX_TRIES:  # many: take the last ones from the end
+            last = text.rfind(THINK_END)
+            ends.append(last)
+        cut = first
+        if not _sane(text[first + len(THINK_END):]):
+            for end in sorted(set(ends[1:]), reverse=True)[:_MAX_TRIES]:
+                if _sane(text[end + len(THINK_END):]):
+                    cut = end
+                    break
+        text = text[cut + len(THINK_END):]
+    for _ in range(_MAX_TRIES):  # later reasoning blocks, outside code
         _, _, outside = _scan(text)
         ends = [(pos, line) for pos, line in outside if THINK_END in line]
-        opens = [line for _, line in outside if "<think>" in line]
-        if ends:
-            pos, line = ends[-1]
-            text = text[pos + line.rfind(THINK_END) + len(THINK_END):]
-            continue
-        if opens:
-            raise ResponseError("response ended inside <think> (reasoning not finished): truncated")
-        break
+        if not ends:
+            break
+        pos, line = ends[-1]
+        text = text[pos + line.rfind(THINK_END) + len(THINK_END):]
+    _, _, outside = _scan(text)
+    if any("<think>" in line for _, line in outside) and not _read(text)[0]:
+        raise ResponseError("response ended inside <think> (reasoning not finished): truncated")
     return text
 
 
@@ -269,8 +362,8 @@ def parse_response(text: str, language: str | None = None) -> str:
     Args:
         text: the raw completion (may contain reasoning, channels, prose, several blocks).
         language: the problem's language (``"python"``/``"cpp"``). The last block tagged with it
-            (``python``/``py``; ``cpp``/``c++``) wins; else the last untagged block. Blocks tagged
-            with another language are refused. ``None``: the last block, whatever its tag.
+            (``python``/``py``/``python3.11``; ``cpp``/``c++17``/``cc``/``cxx``) wins; else the last
+            untagged block. Blocks tagged with another language are refused. ``None``: the last block, whatever its tag.
 
     Returns:
         The code inside the chosen block (fences and the fence's indentation removed), with
@@ -282,8 +375,9 @@ def parse_response(text: str, language: str | None = None) -> str:
     """
     if not isinstance(text, str):
         raise ResponseError(f"response must be text, got {type(text).__name__}")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")  # only these end lines (not U+2028, \f, ...)
     answer = _strip_reasoning(text)
-    blocks, unclosed, _ = _scan(answer)
+    blocks, unclosed = _read(answer)
     if unclosed:
         raise ResponseError("response ends inside an unclosed code block (truncated)")
     if not blocks:
@@ -291,7 +385,7 @@ def parse_response(text: str, language: str | None = None) -> str:
         raise ResponseError(f"response contains no fenced code block{want}")
     if language:
         tags = _tags(language)
-        chosen = [code for tag, code in blocks if tag in tags] or [code for tag, code in blocks if not tag]
+        chosen = [code for tag, code in blocks if _norm_tag(tag) in tags] or [code for tag, code in blocks if not tag]
         if not chosen:
             others = sorted({tag for tag, _ in blocks})
             raise ResponseError(
