@@ -48,8 +48,8 @@ _CONTRACT = (
     "(no AtCoder Library, Boost or GMP). It reads one test case from standard input and writes its "
     "answer to standard output. Limits per case: 2 s (wall clock and CPU time), 1 GiB of address "
     "space, 1 MiB of output, one process (threads allowed, no fork), no network, no files besides "
-    "a private /tmp. It is run on {cases}; the score is the mean case score. A compile error, a "
-    "crash, a timeout or an invalid answer on any case gives reward 0."
+    "a private /tmp (256 MiB at most). It is run on {cases}; the score is the mean case score. A "
+    "compile error, a crash, a timeout or an invalid answer on any case gives reward 0."
 )
 
 

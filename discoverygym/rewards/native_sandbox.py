@@ -38,6 +38,19 @@ The parent never follows a path the program could have changed: stdout and stder
 creates (``O_NOFOLLOW``, outside the program's writable directory) and reads back, at most
 ``output_bytes``, through its own descriptors (:attr:`NativeResult.stdout`).
 
+What a program may write is bounded as follows. Under bubblewrap its only writable place is the
+private ``/tmp``, a tmpfs (RAM, not counted by ``RLIMIT_AS``) capped at
+:attr:`NativeLimits.scratch_mb` with ``bwrap --size`` (bubblewrap 0.5+; an older bwrap mounts it
+without a cap), and the sandbox's root and ``/dev`` tmpfs are remounted read-only (they would
+otherwise be writable where Landlock is missing); everything is freed when the sandbox ends. The
+number of inodes (files, directories) on that tmpfs is not capped, only by the time limit.
+Without bubblewrap the program writes to disk below ``workdir/box``: ``RLIMIT_FSIZE`` caps each
+file at ``output_bytes``, but there is **no total quota** (no per-directory quota exists without
+privileges), so within its time limit a program can fill the disk at disk speed (about 0.8 GB
+in 1.2 s was measured) or build arbitrarily deep directory trees; the caller removes the tree
+right after the run with :func:`remove_tree` (iterative, so depth cannot crash it). Where that
+matters, use bubblewrap.
+
 Root is not confined by ``RLIMIT_NPROC``, so the fork rule is seccomp's. Where seccomp is not
 available (other architectures) forks are still contained by the pid namespace and the
 process-group kill, not prevented.
@@ -71,6 +84,7 @@ __all__ = [
     "compile_cpp",
     "native_bwrap_available",
     "native_landlock_available",
+    "remove_tree",
     "run_executable",
 ]
 
@@ -304,6 +318,10 @@ class NativeLimits:
             Landlock; where the kernel has no Landlock either, runs are refused
             (:class:`BackendUnavailable`) unless this is ``True`` (the program may then write
             every file its user can: a dedicated unprivileged account is the only protection).
+        scratch_mb: size in MiB of the program's private ``/tmp`` under bubblewrap (a tmpfs, so
+            held in RAM outside ``memory_mb``): writing more fails with ``ENOSPC``. Without
+            bubblewrap files go to disk in the work directory and only ``RLIMIT_FSIZE`` (per
+            file) bounds them (see the module notes).
 
     Raises:
         ValueError: a limit that is not a positive finite number (or out of its range).
@@ -317,13 +335,14 @@ class NativeLimits:
     allow_fork: bool = False
     use_bwrap: bool | None = None
     allow_unconfined: bool = False
+    scratch_mb: int = 256
 
     def __post_init__(self) -> None:
         for name in ("time_limit_s", "kill_after_s"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise TypeError(f"{name} must be a number of seconds, got {value!r}")
-        for name in ("memory_mb", "output_bytes"):
+        for name in ("memory_mb", "output_bytes", "scratch_mb"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"{name} must be an int, got {value!r}")
@@ -333,6 +352,8 @@ class NativeLimits:
             raise ValueError(f"kill_after_s must be >= 0 and <= {MAX_TIME_LIMIT_S:g} s, got {self.kill_after_s!r}")
         if not 16 <= self.memory_mb <= 1 << 24 or not 1 <= self.output_bytes <= 1 << 40:
             raise ValueError("memory_mb must be in [16, 2^24] and output_bytes in [1, 2^40]")
+        if not 1 <= self.scratch_mb <= 1 << 24:
+            raise ValueError(f"scratch_mb must be in [1, 2^24], got {self.scratch_mb}")
 
 
 @dataclass
@@ -429,8 +450,26 @@ def _bwrap_probe() -> bool:
         return False
 
 
-def _bwrap_args(exe: str, binds: list[tuple[str, str, str]], chdir: str = "/tmp") -> list[str]:
+@lru_cache(maxsize=1)
+def _bwrap_has_size() -> bool:
+    """Whether this bubblewrap accepts ``--size BYTES`` before ``--tmpfs`` (bubblewrap 0.5+)."""
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return False
+    try:
+        done = subprocess.run([exe, "--help"], check=False, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "--size" in done.stdout + done.stderr
+
+
+def _bwrap_args(exe: str, binds: list[tuple[str, str, str]], chdir: str = "/tmp",
+                tmp_bytes: int = 256 << 20) -> list[str]:
     """bwrap command up to the program: /usr and its links, ld cache, private /tmp, the binds.
+
+    The private ``/tmp`` is a tmpfs of at most ``tmp_bytes`` (where bubblewrap has ``--size``;
+    older ones mount it unbounded), and the sandbox's root and ``/dev`` (tmpfs too) are remounted
+    read-only, so that writes in RAM are bounded even where Landlock is missing.
 
     Args:
         binds: ``(option, host path, sandbox path)`` with option ``--bind`` or ``--ro-bind``.
@@ -445,11 +484,13 @@ def _bwrap_args(exe: str, binds: list[tuple[str, str, str]], chdir: str = "/tmp"
             args += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             args += ["--ro-bind", top, top]
-    args += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
-             "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    args += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache", "--dev", "/dev", "--proc", "/proc"]
+    if _bwrap_has_size():
+        args += ["--size", str(int(tmp_bytes))]
+    args += ["--tmpfs", "/tmp"]
     for option, host, inside in binds:
         args += [option, host, inside]
-    return args + ["--chdir", chdir, "--"]
+    return args + ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", chdir, "--"]
 
 
 def _env(home: str, tmpdir: str = "/tmp") -> dict[str, str]:
@@ -608,7 +649,7 @@ def _launch(program: list[str], limits: NativeLimits, *, binds: list[tuple[str, 
         binds = [*binds, ("--ro-bind", launcher, "/.launcher")]
         head = [str(status_w), str(limits.memory_mb << 20), str(int(limits.time_limit_s) + 1),
                 str(limits.output_bytes + 1), str(wall_ms), str(flags), chdir_bwrap, "-1", "-1"]
-        cmd = [*_bwrap_args(exe, binds, chdir_bwrap), "/.launcher", *head, *program]
+        cmd = [*_bwrap_args(exe, binds, chdir_bwrap, limits.scratch_mb << 20), "/.launcher", *head, *program]
         env = _env(chdir_bwrap, chdir_bwrap)
     else:
         if conf.uid >= 0:
@@ -763,6 +804,149 @@ def compile_cpp(source: str, workdir: str, *, flags: tuple[str, ...] = CPP_FLAGS
     elif result.status != "runtime_error" or not log:
         log = f"compilation failed: {result.message}\n" + log
     return CompileResult(False, None, log, elapsed, result.backend)
+
+
+_DIR_OPEN = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def remove_tree(path: str, *, timeout_s: float = 120.0) -> bool:
+    """Remove ``path`` and whatever a program left below it; never recurses, never raises.
+
+    ``shutil.rmtree`` recurses once per directory level, so a program that built a chain of
+    1,500 directories made it raise ``RecursionError`` (which ``ignore_errors`` does not cover)
+    and left the tree on disk. This walks the tree with an explicit stack and at most two open
+    descriptors (down by name with ``O_NOFOLLOW``, back up through ``..``, checked against the
+    device and inode recorded on the way down), never leaves the file system ``path`` is on,
+    unlinks symbolic links instead of following them, and makes directories of ours that a
+    program made unreadable (``chmod 0``) readable again. Whatever is left after that (or after
+    ``timeout_s``) is handed to ``rm -rf --one-file-system`` under the same timeout.
+
+    Args:
+        path: file or directory to remove (a missing path is fine).
+        timeout_s: seconds allowed to the walk, and again to ``rm``.
+
+    Returns:
+        ``True`` when ``path`` no longer exists.
+    """
+    try:
+        path = os.path.abspath(path)
+        with contextlib.suppress(Exception):  # anything left is for rm below
+            _remove_walk(path, time.monotonic() + timeout_s)
+        if not os.path.lexists(path):
+            return True
+        rm = shutil.which("rm", path="/usr/bin:/bin")
+        if rm is not None:
+            with contextlib.suppress(Exception):
+                subprocess.run([rm, "-rf", "--one-file-system", "--", path], check=False,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, timeout=timeout_s)
+        return not os.path.lexists(path)
+    except Exception:  # noqa: BLE001 - cleanup must never break a verdict
+        return False
+
+
+def _open_dir(name: str, dir_fd: int) -> int:
+    """Open a directory below ``dir_fd`` (no links), making it ``0o700`` first when it is ours
+    and we may not read it; raises ``OSError``."""
+    try:
+        fd = os.open(name, _DIR_OPEN, dir_fd=dir_fd)
+    except PermissionError:
+        info = os.lstat(name, dir_fd=dir_fd)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+            raise
+        os.chmod(name, 0o700, dir_fd=dir_fd)  # a directory (checked just above), not a link
+        fd = os.open(name, _DIR_OPEN, dir_fd=dir_fd)
+    try:
+        info = os.fstat(fd)
+        if os.geteuid() != 0 and info.st_uid == os.geteuid() and info.st_mode & 0o700 != 0o700:
+            os.fchmod(fd, 0o700)  # we need write and search permission to empty it
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _empty_dir(fd: int) -> list[str]:
+    """Unlink every non-directory entry of the directory ``fd``; the names of its directories."""
+    subdirs = []
+    with os.scandir(fd) as entries:
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_dir = False
+            if is_dir:
+                subdirs.append(entry.name)
+                continue
+            try:
+                os.unlink(entry.name, dir_fd=fd)
+            except IsADirectoryError:
+                subdirs.append(entry.name)
+            except OSError:
+                pass
+    return subdirs
+
+
+def _remove_walk(path: str, deadline: float) -> None:
+    """The iterative part of :func:`remove_tree` (raises on anything unexpected)."""
+    parent, name = os.path.split(path)
+    top = os.open(parent or "/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    cur = -1
+    try:
+        try:
+            info = os.lstat(name, dir_fd=top)
+        except FileNotFoundError:
+            return
+        if not stat.S_ISDIR(info.st_mode):
+            os.unlink(name, dir_fd=top)
+            return
+        cur = _open_dir(name, top)
+        here = os.fstat(cur)
+        device = here.st_dev
+        # one frame per level: [name, inode, subdirectories still to remove, rescanned]
+        stack: list[list] = [[name, here.st_ino, _empty_dir(cur), False]]
+        steps = 0
+        while stack:
+            steps += 1
+            if steps % 256 == 0 and time.monotonic() > deadline:
+                raise TimeoutError("remove_tree: out of time")
+            frame = stack[-1]
+            if frame[2]:
+                child_name = frame[2].pop()
+                try:
+                    child = _open_dir(child_name, cur)
+                except OSError:
+                    continue
+                child_info = os.fstat(child)
+                if child_info.st_dev != device:  # a mount point: never leave the file system
+                    os.close(child)
+                    continue
+                os.close(cur)
+                cur = child
+                stack.append([child_name, child_info.st_ino, _empty_dir(cur), False])
+                continue
+            if not frame[3]:  # once more: entries missed while the directory was changing
+                frame[3] = True
+                frame[2] = _empty_dir(cur)
+                continue
+            if len(stack) == 1:
+                os.close(cur)
+                cur = -1
+                os.rmdir(name, dir_fd=top)
+                return
+            up = os.open("..", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=cur)
+            up_info = os.fstat(up)
+            os.close(cur)
+            cur = up
+            if (up_info.st_dev, up_info.st_ino) != (device, stack[-2][1]):
+                raise OSError("remove_tree: the tree moved while it was being removed")
+            stack.pop()
+            with contextlib.suppress(OSError):
+                os.rmdir(frame[0], dir_fd=cur)
+    finally:
+        if cur >= 0:
+            os.close(cur)
+        os.close(top)
 
 
 def _reclaim(folder: str) -> None:

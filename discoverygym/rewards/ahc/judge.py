@@ -9,10 +9,10 @@ one failed case makes the submission fail) cases not yet started after a failure
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import operator
 import os
-import shutil
 import tempfile
 import threading
 import time
@@ -21,7 +21,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from discoverygym.rewards.ahc.textio import AHCInvalid, decode_output
-from discoverygym.rewards.native_sandbox import CPP_FLAGS, NativeLimits, compile_cpp, run_executable
+from discoverygym.rewards.native_sandbox import (
+    CPP_FLAGS,
+    NativeLimits,
+    compile_cpp,
+    remove_tree,
+    run_executable,
+)
 
 __all__ = ["Case", "CaseResult", "JudgeReport", "ScoringRules", "available_cpus", "judge_program", "parse_case"]
 
@@ -160,6 +166,7 @@ def judge_program(source: str, cases: list[Case], rules: ScoringRules, *, worker
     cases = [c if c.parsed is not None else dataclasses.replace(c, parsed=parse_case(rules, c.name, c.text))
              for c in cases]
     root = os.path.realpath(tempfile.mkdtemp(prefix="discoverygym-ahc-"))
+    _live_roots.add(root)
     try:
         build = os.path.join(root, "build")
         os.mkdir(build)
@@ -188,7 +195,27 @@ def judge_program(source: str, cases: list[Case], rules: ScoringRules, *, worker
         report.judge_s = time.monotonic() - start
         return report
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        _remove_root(root)
+
+
+#: Work directories of judgings in progress (this process), removed at exit if a judging was
+#: interrupted while removing its own (e.g. a second KeyboardInterrupt).
+_live_roots: set[str] = set()
+_owner_pid = os.getpid()
+
+
+def _remove_root(root: str) -> None:
+    """Remove a judging's work directory (compile and case folders); forget it once gone."""
+    if remove_tree(root):
+        _live_roots.discard(root)
+
+
+@atexit.register
+def _remove_leftover_roots() -> None:
+    if os.getpid() != _owner_pid:
+        return
+    for root in list(_live_roots):
+        _remove_root(root)
 
 
 def parse_case(rules: ScoringRules, name: str, text: str) -> Any:
@@ -226,4 +253,4 @@ def _judge_case(binary: str, case: Case, rules: ScoringRules, limits: NativeLimi
                               wall_s=run.wall_s, cpu_s=run.cpu_s)
         return CaseResult(case.name, "accepted", score=score, wall_s=run.wall_s, cpu_s=run.cpu_s)
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        remove_tree(workdir)  # never raises (a 1,500-level tree once crashed shutil.rmtree)
