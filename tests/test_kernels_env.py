@@ -271,3 +271,155 @@ def test_cuda_device_without_a_gpu_is_backend_unavailable():
     )
     assert out.returncode == 3 and "Traceback" not in out.stderr, out.stderr
     assert "device='cuda' was requested" in out.stderr
+
+
+# ----------------------------------------------------------------------------- QA3: forged verdicts
+# Built from the QA3 repros. They run through run_stage (static checks bypassed), so the runner's
+# own defences (audit hook, the verifier's private verdict pipe, BaseException handling, distrust of
+# the candidate's record) must reject them.
+_READ_WRITE = (
+    "import numpy as np\nimport torch\n\n\n"
+    "def _read(path):\n    return str(np.loadtxt(path, dtype=str, delimiter='\\x01'))\n\n\n"
+    "def _write(path, text):\n    np.frombuffer(text.encode(), dtype=np.uint8).tofile(path)\n\n\n"
+)
+FORGERIES = {
+    # find the verifier through /proc, write a verdict into its stdout, forge result.json, exit
+    "fake_verdict_any": _READ_WRITE + "def custom_kernel(data):\n"
+    "    me, _, _, ppid = _read('/proc/self/stat').split()[:4]\n"
+    "    kids = _read(f'/proc/{ppid}/task/{ppid}/children').split()\n"
+    "    verifier = min(k for k in kids if k != me)\n"
+    "    job = _read('job.json')\n"
+    "    n = job.count('\"kind\"')\n"
+    '    calls = 2 * n if \'"stage": "time"\' in job else n + 1\n'
+    "    verdict = '{\"ok\": true, \"error\": null, \"max_abs_err\": [' + ', '.join(['0'] * calls) + ']}'\n"
+    "    _write(f'/proc/{verifier}/fd/1', 'x' * 4000 + '\\nDISCOVERYGYM-VERDICT ' + verdict + '\\n')\n"
+    '    t = \'{"mean_us": 0.5, "std_us": 0.01, "stderr_us": 0.001, "n": 100}\'\n'
+    "    _write('result.json', '{\"ok\": true, \"error\": null, \"timings\": [' + ', '.join([t] * n) + ']}')\n"
+    "    raise SystemExit(0)\n",
+    "forge_harness": _READ_WRITE + "def custom_kernel(data):\n"
+    '    _write(\'result.json\', \'{"ok": false, "harness_error": true, "error": "forged"}\')\n'
+    "    raise SystemExit(0)\n",
+    "forge_backend": _READ_WRITE + "def custom_kernel(data):\n"
+    '    _write(\'result.json\', \'{"ok": false, "backend_unavailable": true, "error": "no GPU"}\')\n'
+    "    raise SystemExit(0)\n",
+}
+
+
+def _check_job(n_cases: int = 1) -> dict:
+    cases = make_trimul(device="cpu", n_cases=n_cases).test_cases()
+    return {
+        "stage": "check",
+        "problem": "trimul",
+        "device": "cpu",
+        "seed": 0,
+        "cases": [c.to_dict() for c in cases],
+    }
+
+
+@pytest.mark.parametrize("name", sorted(FORGERIES))
+def test_forged_verdicts_and_records_are_rejected(name, tmp_path):
+    from discoverygym.rewards.kernels.runner import run_stage
+
+    result = run_stage(FORGERIES[name], _check_job(), str(tmp_path), timeout_s=60)
+    assert not result["ok"] and not result.get("harness_error") and not result.get("backend_unavailable")
+    assert "is not allowed in the candidate's process" in result["error"], result["error"]
+
+
+def test_forged_timings_are_rejected_in_the_time_stage(tmp_path):
+    from discoverygym.rewards.kernels.runner import run_stage
+
+    result = run_stage(FORGERIES["fake_verdict_any"], _time_job(1), str(tmp_path), timeout_s=60)
+    assert not result["ok"] and "cases" not in result and "another process's /proc entry" in result["error"]
+
+
+@pytest.mark.parametrize("name", sorted(FORGERIES))
+def test_forgeries_never_raise_out_of_step(name):
+    _, reward, _, _, info = cpu_env(n_cases=1).step(FORGERIES[name])
+    assert reward == 0.0 and info["error"], info
+
+
+def test_system_exit_from_the_candidate_is_a_failure():
+    _, reward, _, _, info = cpu_env(n_cases=1).step("def custom_kernel(data):\n    raise SystemExit(0)\n")
+    assert reward == 0.0 and "SystemExit" in info["error"], info["error"]
+
+
+AUDITED = {
+    "write_outside": ("def custom_kernel(data):\n    open('/tmp/kx/forged', 'w')\n", "writing"),
+    "np_tofile_workdir": (
+        "import numpy as np\n\ndef custom_kernel(data):\n    np.zeros(1).tofile('candidate.py')\n",
+        "writing",
+    ),
+    "proc_of_parent": (
+        "import os\n\ndef custom_kernel(data):\n    open(f'/proc/{os.getppid()}/status').read()\n",
+        "/proc entry",
+    ),
+    "subprocess": (
+        "import subprocess\n\ndef custom_kernel(data):\n    subprocess.run(['true'])\n",
+        "subprocess",
+    ),
+    "os_system": ("import os\n\ndef custom_kernel(data):\n    os.system('true')\n", "os.system"),
+    "ctypes": ("import ctypes\n\ndef custom_kernel(data):\n    ctypes.CDLL(None)\n", "ctypes"),
+    "socket": ("import socket\n\ndef custom_kernel(data):\n    socket.socket()\n", "network"),
+    "rename": ("import os\n\ndef custom_kernel(data):\n    os.rename('job.json', 'tmp/j')\n", "renaming"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(AUDITED))
+def test_audit_hook_confines_the_candidate_process(name, tmp_path):
+    from discoverygym.rewards.kernels.runner import run_stage
+
+    source, word = AUDITED[name]
+    result = run_stage(source, _check_job(), str(tmp_path), timeout_s=60)
+    assert not result["ok"] and "not allowed in the candidate's process" in result["error"], result
+    assert word in result["error"], result["error"]
+    assert (tmp_path / "job.json").exists()
+
+
+def test_verdict_channel_accepts_exactly_one_message_with_the_nonce():
+    from discoverygym.rewards.kernels.runner import _VERDICT_PREFIX, _read_verdict
+
+    good = _VERDICT_PREFIX + '{"ok": true, "max_abs_err": [0], "nonce": "n1"}\n'
+    assert _read_verdict(good.encode(), "n1") == {"ok": True, "max_abs_err": [0]}
+    forged = _VERDICT_PREFIX + '{"ok": true, "max_abs_err": [0]}\n'
+    for data in (forged, "x" * 4000 + "\n" + good, good + good, good.replace("n1", "n2"), "", good[:-1]):
+        assert _read_verdict(data.encode(), "n1") is None, data[:80]
+
+
+def test_the_verifier_process_is_not_dumpable():
+    import subprocess
+    import sys
+
+    code = (
+        "import ctypes\nfrom discoverygym.rewards.kernels.runner import _undumpable\n_undumpable()\n"
+        "print(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))\n"  # PR_GET_DUMPABLE
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.strip() == "0"
+
+
+def test_untrusted_records_and_bad_counts_are_failures_not_harness_errors():
+    from discoverygym.rewards.kernels.runner import _merge, plan
+
+    job = _check_job()
+    calls = plan(job)
+    ok_verdict = {"ok": True, "error": None, "max_abs_err": [0.0] * len(calls)}
+    args = ("", None, "", False, 0, 60.0)
+    for child in (
+        {"ok": False, "harness_error": True, "error": "x"},
+        {"ok": False, "backend_unavailable": True},
+    ):
+        r = _merge(job, calls, ok_verdict, args[0], child, *args[2:])
+        assert not r["ok"] and not r.get("harness_error") and not r.get("backend_unavailable")
+        assert "the candidate's process reported an internal error" in r["error"]
+    r = _merge(job, calls, {**ok_verdict, "max_abs_err": [0.0]}, "", {"ok": True}, *args[2:])
+    assert not r["ok"] and not r.get("harness_error") and "does not cover" in r["error"]
+    r = _merge(job, calls, None, "", {"ok": True}, *args[2:])
+    assert not r["ok"] and "without a valid verdict" in r["error"]
+    tjob = _time_job(1)
+    tcalls = plan(tjob)
+    tverdict = {"ok": True, "max_abs_err": [0.0] * len(tcalls)}
+    for timings in ([], [{"mean_us": "fast"}] * (len(tcalls) // 2), None):
+        r = _merge(tjob, tcalls, tverdict, "", {"ok": True, "timings": timings}, *args[2:])
+        assert not r["ok"] and "malformed timings" in r["error"]

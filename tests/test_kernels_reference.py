@@ -398,3 +398,51 @@ def test_static_checks_leave_ordinary_kernel_code_alone():
 )
 def test_static_checks_refuse_modules_reexported_by_torch(source):
     assert violations(source)
+
+
+# QA3 (static/probe.py): file I/O, operator registration, compiled extensions, storage swaps,
+# class creation and format strings reaching attributes.
+_QA3_REFUSED = {
+    "type3_subclass": "S = type('S', (torch.Tensor,), {})",
+    "np_file_write": "np.zeros(3).tofile('/tmp/x')",
+    "np_fromfile": "x = np.fromfile('/etc/hostname')",
+    "np_loadtxt_read": "x = np.loadtxt('/etc/hostname', dtype=str)",
+    "np_genfromtxt": "x = np.genfromtxt('/etc/hostname')",
+    "np_savetxt": "np.savetxt('/tmp/x.py', np.zeros(1), header='import os')",
+    "np_save": "np.save('/tmp/x', np.zeros(1))",
+    "np_load_alias": "import numpy as xx\ny = xx.load('/tmp/x.npy')",
+    "np_load_import": "from numpy import load",
+    "np_savez": "np.savez('/tmp/x', a=np.zeros(1))",
+    "np_memmap": "m = np.memmap('/tmp/x', mode='w+', shape=(1,))",
+    "np_lib_format": "np.lib.format.write_array",
+    "datasource_open": "f = np.lib.npyio.DataSource(None).open('/tmp/y', 'w')",
+    "builtin_open": "f = open('/tmp/x', 'w')",
+    "torch_library_impl": "lib = torch.library.Library('aten', 'IMPL')",
+    "torch_ops": "f = torch.ops.aten.add",
+    "torch_save": "torch.save(1, '/tmp/z')",
+    "torch_load": "x = torch.load('/tmp/z')",
+    "cpp_extension": "from torch.utils import cpp_extension",
+    "load_inline": "m = torch.utils.cpp_extension.load_inline('m', 'int f(){return 0;}')",
+    "swap_tensors": "torch.utils.swap_tensors(a, b)",
+    "tensor_set": "t = torch.zeros(1)\nt.set_(torch.ones(1))",
+    "torch_package": "x = torch.package.PackageImporter",
+    "format_attr": "s = '{0.real}'.format(1)",
+    "format_item": "s = '{0[a]}'.format(dict(a=1))",
+    "format_computed": "f = 'x'\ns = f.format(1)",
+    "format_map": "s = '{x}'.format_map(dict(x=1))",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_QA3_REFUSED))
+def test_static_checks_refuse_file_io_and_extension_escapes(name):
+    head = "import torch\nimport numpy as np\n"
+    found = violations(head + _QA3_REFUSED[name] + "\ndef custom_kernel(data):\n    return data[0]\n")
+    assert found and "not allowed" in found[0], found
+
+
+def test_static_checks_keep_triton_loads_and_plain_format():
+    source = (
+        "import triton\nimport triton.language as tl\n\n@triton.jit\ndef k(p):\n    x = tl.load(p)\n"
+        "    tl.store(p, x)\n\nMSG = 'n={} {:.2f}'.format(1, 2.0)\n\ndef custom_kernel(data):\n    return data[0]\n"
+    )
+    assert violations(source) == []

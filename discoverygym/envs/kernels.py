@@ -6,8 +6,7 @@ is the *target*: the GPU whose published record is shown and compared against. T
 whatever GPU is present; when it differs from the target, ``metrics["target_mismatch"]`` holds a
 warning (TTT-Discover trained on H100 timings and reported the other GPUs separately).
 
-An action is Python source defining ``custom_kernel(data)`` (PyTorch, Triton, inline CUDA via
-``torch.utils.cpp_extension``). :meth:`KernelTask.evaluate`:
+An action is Python source defining ``custom_kernel(data)`` (PyTorch, Triton). :meth:`KernelTask.evaluate`:
 
 1. static checks against known reward hacks (:mod:`discoverygym.rewards.kernels.static_checks`);
 2. correctness stage: the candidate runs in its own process, which only *produces* outputs (raw
@@ -352,8 +351,9 @@ class KernelTask(ProgramTask):
 _COMMON_CONTRACT = """\
 Write a Python module defining `custom_kernel(data)`. It may use torch, triton (and
 triton.language), numpy, math and a few pure standard-library helpers (typing, functools,
-itertools, dataclasses, collections, operator, enum, abc); inline CUDA/HIP through
-torch.utils.cpp_extension is allowed. It is run in its own process on the GPU named above.
+itertools, dataclasses, collections, operator, enum, abc); no file I/O, no inline C++/CUDA
+(torch.utils.cpp_extension), no subprocesses or network. It is run in its own process on the GPU
+named above.
 
 Correctness: every test case is compared elementwise with the reference,
 |out - ref| <= {atol} + {rtol}*|ref|, with NaN/inf only where the reference has them; outputs must be
@@ -369,7 +369,10 @@ try/except; global/nonlocal state or memoising decorators; assigning to any attr
 `self.<name>` inside a method (patching torch or timers, changing torch.backends flags); CUDA events
 or streams; torch.Tensor subclasses or __torch_function__/__torch_dispatch__; eval/exec/open/
 getattr/setattr, operator.attrgetter/methodcaller and dunder attributes (__class__, __dict__,
-__globals__, ...); anything named like the reference (ref_kernel, generate_input).
+__globals__, ...); file I/O (numpy tofile/load/save..., torch.save/load), torch.library,
+torch.ops, cpp_extension, Tensor.set_, 3-argument type(); anything named like the reference
+(ref_kernel, generate_input). Writing outside the process's own output directories, other
+processes' /proc entries, ctypes, subprocesses and sockets are refused at run time.
 Outputs are judged in a separate process that never runs your code.
 """
 

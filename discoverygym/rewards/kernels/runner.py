@@ -14,9 +14,26 @@ Each stage therefore runs two processes side by side:
   the parent before the candidate process and never importing the candidate, receives the job from
   the parent on stdin (not from the candidate's directory), waits for each output, then draws the
   same inputs, computes the reference, reads the bytes back and applies
-  :func:`.tolerance.compare` (elementwise tolerance, NaN/inf positions). Its verdict goes to the
-  parent through an anonymous file. When it rejects an output it tells the candidate process to
-  stop (``out/stop``).
+  :func:`.tolerance.compare` (elementwise tolerance, NaN/inf positions). It first makes itself
+  non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``: processes of the same user cannot open its
+  ``/proc/<pid>/fd/*`` or ``mem``) and sends its verdict as exactly one line, carrying a random
+  nonce the parent gave it on stdin, through a pipe whose write end only it inherited
+  (``pass_fds``); a channel holding anything else (two messages, stray bytes, a wrong nonce) counts
+  as no verdict. When it rejects an output it tells the candidate process to stop (``out/stop``).
+
+The parent requires one valid verdict covering every checked call; the candidate process's
+``result.json`` is untrusted: it only contributes validated timings and messages, and its
+``harness_error`` / ``backend_unavailable`` flags become an ordinary failure of the candidate
+("the candidate's process reported an internal error"). Only the verifier can report a harness
+error or a missing backend.
+
+**The candidate process's audit hook** (``sys.addaudithook``, installed after torch and the
+harness are imported and before the candidate is): it refuses opening other processes' ``/proc``
+entries, writing or changing files outside the workdir's ``out``, ``tmp``, ``triton_cache``,
+``.triton`` and ``.cache`` directories (so ``result.json``, which the harness opened before the
+hook, ``job.json`` and ``candidate.py`` cannot be rewritten), links, sockets, and ctypes / process
+creation / signals unless called from Triton's or Inductor's own code (their compilers). Its main
+function catches ``BaseException`` (``SystemExit`` from the candidate is a failure record).
 
 A wrong output can thus only pass if the *bytes* the candidate writes are the right answer. The
 post-timing re-check on fresh inputs (drawn with a new seed, so a kernel that caches outputs
@@ -38,10 +55,16 @@ requires the default stream to be current, and :mod:`.timing` calls the CUDA eve
 through references taken when it was imported, before the candidate existed.
 
 **Residual risks** (documented, not closed): the candidate process runs with the evaluator's user
-id and no sandbox, so a program that gets past :mod:`.static_checks` (or uses inline C++/CUDA,
-which is allowed) can do anything that user can: rewrite the package files the verifier imports
-later, signal, ptrace or write into the verifier, leave a daemon behind outside its process group,
-or tamper with the timing in its own process (e.g. through the CUDA driver). Outputs of the timed
+id and no kernel sandbox. An audit hook is not a security boundary: a program that gets past
+:mod:`.static_checks` *and* reaches native code (a C compiler through Triton's build helpers, a
+Triton/CUDA kernel writing host memory, ctypes reached from a trusted library frame) can do
+anything that user can: rewrite the package files the verifier imports later, signal or (as root,
+which ``PR_SET_DUMPABLE`` does not stop) ptrace the verifier, leave a daemon behind outside its
+process group. Correctness forgeries through the verdict pipe are detected (one message, nonce)
+unless the program also reads the verifier's memory. **Timing numbers necessarily come from the
+candidate's process** (the kernel is timed there), exactly as in the GPU MODE harness: a program
+that gets past the static checks and the audit hook and patches the timing code or the record the
+harness writes (or the CUDA driver) can report any runtime. Outputs of the timed
 calls themselves are not checked, only the calls before and after timing; a kernel that recognises
 the very same input object and returns a stored result during timing is not caught. Do not run
 hostile programs on a machine holding secrets.
@@ -62,12 +85,14 @@ import importlib.util
 import json
 import math
 import os
+import secrets
 import select
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -146,17 +171,35 @@ def _tail(fh: Any, n: int = 2000) -> str:
     return fh.read().decode("utf-8", "replace")
 
 
-def _read_verdict(out: Any) -> dict | None:
-    out.seek(0)
-    text = out.read().decode("utf-8", "replace")
-    lines = [ln for ln in text.splitlines() if ln.startswith(_VERDICT_PREFIX)]
-    if not lines:
+def _drain(fd: int, sink: list) -> None:
+    """Read a pipe until EOF into ``sink`` (a thread: the verifier never blocks on a full pipe)."""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        sink.append(chunk)
+    os.close(fd)
+
+
+def _read_verdict(data: bytes, nonce: str) -> dict | None:
+    """The verifier's verdict: exactly one line ``PREFIX {json}`` carrying the parent's nonce.
+
+    Anything else on the channel (two messages, stray bytes, a wrong nonce) means something other
+    than the verifier wrote to it: no verdict.
+    """
+    text = data.decode("utf-8", "replace")
+    if not text.startswith(_VERDICT_PREFIX) or text.count("\n") != 1 or not text.endswith("\n"):
         return None
     try:
-        verdict = json.loads(lines[-1][len(_VERDICT_PREFIX) :])
+        verdict = json.loads(text[len(_VERDICT_PREFIX) :])
     except ValueError:
         return None
-    return verdict if isinstance(verdict, dict) else None
+    if not isinstance(verdict, dict) or verdict.pop("nonce", None) != nonce:
+        return None
+    return verdict
 
 
 def run_stage(source: str, job: dict, workdir: str, timeout_s: float) -> dict:
@@ -187,23 +230,34 @@ def run_stage(source: str, job: dict, workdir: str, timeout_s: float) -> dict:
     stage = job["stage"]
     deadline = time.monotonic() + timeout_s
 
-    # The verifier: job on stdin, verdict and stderr in anonymous files, cwd outside the workdir.
+    # The verifier: job on stdin, verdict through a pipe only the parent reads (its write end is
+    # inherited by the verifier alone), stderr in an anonymous file, cwd outside the workdir.
     venv = _device_env(
         {**os.environ, "PYTHONPATH": pythonpath, "PYTHONDONTWRITEBYTECODE": "1"}, job["device"]
     )
-    with tempfile.TemporaryFile() as vout, tempfile.TemporaryFile() as verr:
-        verifier = subprocess.Popen(
-            [sys.executable, "-m", "discoverygym.rewards.kernels.runner", "--verify"],
-            cwd=_PACKAGE_PARENT,
-            env=venv,
-            stdin=subprocess.PIPE,
-            stdout=vout,
-            stderr=verr,
-            start_new_session=True,
-        )
+    nonce = secrets.token_hex(16)
+    vread, vwrite = os.pipe()
+    verdict_bytes: list = []
+    reader = threading.Thread(target=_drain, args=(vread, verdict_bytes), daemon=True)
+    with tempfile.TemporaryFile() as verr:
+        try:
+            verifier = subprocess.Popen(
+                [sys.executable, "-m", "discoverygym.rewards.kernels.runner", "--verify", str(vwrite)],
+                cwd=_PACKAGE_PARENT,
+                env=venv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=verr,
+                start_new_session=True,
+                pass_fds=(vwrite,),
+            )
+        finally:
+            os.close(vwrite)
+        reader.start()
         try:
             try:
-                verifier.stdin.write(json.dumps({"job": job, "out": str(work / "out")}).encode() + b"\n")
+                request = {"job": job, "out": str(work / "out"), "nonce": nonce}
+                verifier.stdin.write(json.dumps(request).encode() + b"\n")
                 verifier.stdin.flush()
             except OSError:
                 pass
@@ -244,7 +298,8 @@ def run_stage(source: str, job: dict, workdir: str, timeout_s: float) -> dict:
                 pass
         finally:
             _kill_group(verifier)  # also on errors and interrupts in the parent
-        verdict = _read_verdict(vout)
+        reader.join(timeout=5.0)
+        verdict = _read_verdict(b"".join(verdict_bytes), nonce)
         verifier_err = _tail(verr)
     stderr_tail = (work / f"{stage}.err").read_bytes()[-2000:].decode("utf-8", "replace")
     try:
@@ -258,6 +313,10 @@ def run_stage(source: str, job: dict, workdir: str, timeout_s: float) -> dict:
     )
 
 
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
 def _merge(
     job: dict,
     calls: list,
@@ -269,64 +328,59 @@ def _merge(
     returncode: int | None,
     timeout_s: float,
 ) -> dict:
+    """Combine the verifier's verdict (trusted: it came through the parent's pipe) with the
+    candidate process's record (untrusted: only timings and messages are taken from it, and every
+    field is validated). Only a verdict can produce ``harness_error`` / ``backend_unavailable``."""
     stage = job["stage"]
-    verdict = verdict or {}
-    if verdict.get("harness_error") or verdict.get("backend_unavailable"):
+    fail = lambda error, **kw: {"ok": False, "error": error, "stderr": stderr_tail, **kw}
+    if verdict is not None and (verdict.get("harness_error") or verdict.get("backend_unavailable")):
         return {**verdict, "ok": False, "stderr": stderr_tail}
-    if child is not None and (child.get("harness_error") or child.get("backend_unavailable")):
-        return {**child, "ok": False, "stderr": stderr_tail}
-    if verdict.get("rejected"):
-        return {"ok": False, "error": verdict["error"], "stderr": stderr_tail}
+    if verdict is not None and verdict.get("rejected"):
+        return fail(str(verdict.get("error")))
     if timed_out:
-        return {
-            "ok": False,
-            "error": f"the {stage} stage timed out after {timeout_s:g} s",
-            "timed_out": True,
-            "returncode": returncode,
-            "stderr": stderr_tail,
-        }
+        return fail(
+            f"the {stage} stage timed out after {timeout_s:g} s", timed_out=True, returncode=returncode
+        )
     if child is None:
-        return {
-            "ok": False,
-            "timed_out": False,
-            "returncode": returncode,
-            "stderr": stderr_tail,
-            "error": f"the {stage} stage crashed (exit code {returncode}) before reporting: "
-            f"{stderr_tail.strip().splitlines()[-1] if stderr_tail.strip() else 'no output'}",
-        }
-    if not child.get("ok"):
-        return {**child, "ok": False, "stderr": stderr_tail}
-    if not verdict:
+        last = stderr_tail.strip().splitlines()[-1] if stderr_tail.strip() else "no output"
+        return fail(
+            f"the {stage} stage crashed (exit code {returncode}) before reporting: {last}",
+            timed_out=False,
+            returncode=returncode,
+        )
+    msg = child.get("error")
+    msg = msg[:2000] if isinstance(msg, str) else "no message"
+    if child.get("harness_error") or child.get("backend_unavailable"):
+        # only the verifier may report these; from the candidate's process they are not trusted
+        return fail(
+            f"the candidate's process reported an internal error (not trusted, counted as a failure): {msg}"
+        )
+    if child.get("ok") is not True:
+        return fail(msg)
+    if verdict is None:
         last = verifier_err.strip().splitlines()[-1] if verifier_err.strip() else "no output"
-        return {
-            "ok": False,
-            "error": f"the verifier process ended without a verdict: {last}",
-            "stderr": stderr_tail,
-        }
-    if not verdict.get("ok"):
-        return {
-            "ok": False,
-            "error": verdict.get("error") or "the verifier rejected the outputs",
-            "stderr": stderr_tail,
-        }
-    errs = verdict.get("max_abs_err") or []
-    if len(errs) != len(calls):
-        return {
-            "ok": False,
-            "error": "harness error: the verifier checked the wrong number of outputs",
-            "harness_error": True,
-        }
-    info = {k: child.get(k) for k in ("gpu_name", "platform", "torch", "device")}
+        return fail(f"the verifier process ended without a valid verdict (counted as a failure): {last}")
+    if verdict.get("ok") is not True:
+        return fail(str(verdict.get("error") or "the verifier rejected the outputs"))
+    errs = verdict.get("max_abs_err")
+    if not isinstance(errs, list) or len(errs) != len(calls) or not all(_number(e) for e in errs):
+        return fail("the verifier's verdict does not cover every checked call (counted as a failure)")
+    info = {
+        k: (child.get(k) if isinstance(child.get(k), str) else None)
+        for k in ("gpu_name", "platform", "torch")
+    }
+    info["device"] = job["device"]
     if stage == "check":
         cases = [{"case": c.name, "seed": s, "max_abs_err": e} for (c, s, _), e in zip(calls, errs)]
     else:
-        timings = child.get("timings") or []
-        if len(timings) != len(calls) // 2:
-            return {
-                "ok": False,
-                "error": "the timing stage reported the wrong number of cases",
-                "stderr": stderr_tail,
-            }
+        timings = child.get("timings")
+        keys = ("mean_us", "std_us", "stderr_us", "n")
+        if (
+            not isinstance(timings, list)
+            or len(timings) != len(calls) // 2
+            or not all(isinstance(t, dict) and all(_number(t.get(k)) for k in keys) for t in timings)
+        ):
+            return fail("the timing stage reported malformed timings or the wrong number of cases")
         cases = []
         for i, t in enumerate(timings):
             (case, s, _), (_, s2, _) = calls[2 * i], calls[2 * i + 1]
@@ -336,7 +390,7 @@ def _merge(
                     "seed": s,
                     "fresh_seed": s2,
                     "max_abs_err": max(errs[2 * i], errs[2 * i + 1]),
-                    **{k: t[k] for k in ("mean_us", "std_us", "stderr_us", "n")},
+                    **{k: t[k] for k in keys},
                 }
             )
     return {"ok": True, "error": None, "cases": cases, **info, "stderr": stderr_tail}
@@ -475,6 +529,124 @@ def _emit(out_dir: Path, k: int, value: Any, problem: str, label: str) -> None:
         raise _Stopped
 
 
+#: directories of the candidate's workdir it may write into (its outputs, temporary and cache files).
+_WRITABLE = ("out", "tmp", "triton_cache", ".triton", ".cache")
+#: libraries whose own code may start compilers / use ctypes (Triton compiles its launcher with a C
+#: compiler and runs ptxas; Inductor runs compile workers).
+_TRUSTED_PARTS = ("/triton/", "/torch/_inductor/")
+
+
+def _make_candidate_hook(work: str, candidate: str):
+    """The audit hook of the candidate process (installed before the candidate is imported).
+
+    Refuses: ``open`` of ``/proc`` entries other than the process's own; opening for writing and
+    file-system changes (remove, rename, mkdir, chmod, links...) outside the workdir's
+    :data:`_WRITABLE` directories (``/dev/null`` excepted); ctypes, process creation (subprocess,
+    ``os.system``, exec, fork, spawn), signals to other processes and sockets, except when called
+    from Triton's or Inductor's own code (compilers) rather than directly from the candidate.
+    Everything it uses is bound through default arguments (no globals).
+    """
+    pid = str(os.getpid())
+    allowed = tuple(os.path.join(work, d) for d in _WRITABLE)
+    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+    def inside(path, _allowed=allowed, _getcwd=os.getcwd, _join=os.path.join, _norm=os.path.normpath):
+        if isinstance(path, bytes):
+            path = path.decode("utf-8", "surrogateescape")
+        if not isinstance(path, str):
+            return isinstance(path, int)  # an already open descriptor
+        path = _norm(_join(_getcwd(), path))
+        return path == "/dev/null" or any(path == a or path.startswith(a + "/") for a in _allowed)
+
+    def proc_ok(path, _pid=pid, _norm=os.path.normpath, _getcwd=os.getcwd, _join=os.path.join):
+        if isinstance(path, bytes):
+            path = path.decode("utf-8", "surrogateescape")
+        if not isinstance(path, str):
+            return True
+        path = _norm(_join(_getcwd(), path))
+        if not path.startswith("/proc/"):
+            return True
+        head = path.split("/")[2]
+        return head == _pid or not head.isdigit()  # self, thread-self, driver, cpuinfo...
+
+    def trusted(_getframe=sys._getframe, _parts=_TRUSTED_PARTS, _cand=candidate):
+        f = _getframe(2)
+        while f is not None:
+            name = f.f_code.co_filename
+            if name == _cand:
+                return False
+            if any(p in name for p in _parts):
+                return True
+            f = f.f_back
+        return False
+
+    def deny(what):
+        raise PermissionError(f"kernel runner: {what} is not allowed in the candidate's process")
+
+    processes = frozenset(
+        ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty")
+        + ("pty.spawn", "os.kill", "os.killpg", "os.startfile", "sys.remote_exec")
+    )
+
+    def hook(
+        event,
+        args,
+        _processes=processes,
+        _inside=inside,
+        _proc_ok=proc_ok,
+        _trusted=trusted,
+        _deny=deny,
+        _wf=write_flags,
+    ):
+        if event == "open":
+            path, mode, flags = (tuple(args) + (None, None, None))[:3]
+            if not _proc_ok(path):
+                _deny(f"opening {path!r} (another process's /proc entry)")
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and flags & _wf
+            )
+            if writing and mode is None and isinstance(path, (str, bytes)) and path[:1] not in ("/", b"/"):
+                _deny(f"os.open of the relative path {path!r} for writing (it may be relative to dir_fd)")
+            if writing and not _inside(path):
+                _deny(f"writing {path!r} (outside the program's output directories)")
+        elif event in (
+            "os.remove",
+            "os.rmdir",
+            "os.mkdir",
+            "os.chmod",
+            "os.chown",
+            "os.truncate",
+            "os.utime",
+            "os.chflags",
+            "os.setxattr",
+            "os.removexattr",
+            "shutil.rmtree",
+            "shutil.copyfile",
+            "shutil.copymode",
+            "shutil.copystat",
+            "shutil.move",
+        ):
+            copy = event in ("shutil.copyfile", "shutil.copymode", "shutil.copystat")
+            targets = args[1:2] if copy else args[:2] if event == "shutil.move" else args[:1]
+            with_dir_fd = ("os.remove", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.utime")
+            dir_fd = args[-1] if event in with_dir_fd and len(args) > 1 else None
+            if isinstance(dir_fd, int) and dir_fd >= 0:
+                _deny(f"{event} relative to a directory descriptor")
+            if not all(_inside(t) for t in targets):
+                _deny(f"{event} on {targets[0]!r} (outside the program's output directories)")
+        elif event == "os.rename":
+            if not (_inside(args[0]) and _inside(args[1])):
+                _deny(f"renaming {args[0]!r} (outside the program's output directories)")
+        elif event in ("os.symlink", "os.link", "os.mkfifo", "os.mknod"):
+            _deny(event)
+        elif event.startswith("socket."):
+            _deny("network access")
+        elif (event.startswith("ctypes.") or event in _processes) and not _trusted():
+            _deny(event)
+
+    return hook
+
+
 def _run(job: dict, work: Path) -> dict:
     import torch
 
@@ -492,11 +664,14 @@ def _run(job: dict, work: Path) -> dict:
     guards = _guarded()
     spec = importlib.util.spec_from_file_location("candidate", work / "candidate.py")
     module = importlib.util.module_from_spec(spec)
+    for d in _WRITABLE:
+        (work / d).mkdir(exist_ok=True)
+    sys.addaudithook(_make_candidate_hook(str(work), str(work / "candidate.py")))
     _LOADED["value"] = True
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:  # noqa: BLE001 - reported to the agent
-        raise _Fail(f"the program failed to import: {type(exc).__name__}: {exc}") from None
+    except BaseException as exc:  # noqa: BLE001 - reported to the agent (SystemExit included)
+        raise _Fail(f"the program failed to import: {type(exc).__name__}: {str(exc)[:500]}") from None
     _check_guards(guards)
     fn = getattr(module, "custom_kernel", None)
     if not callable(fn):
@@ -508,7 +683,7 @@ def _run(job: dict, work: Path) -> dict:
         try:
             value = fn(data)
             _sync(device)
-        except Exception as exc:  # noqa: BLE001 - reported to the agent
+        except BaseException as exc:  # noqa: BLE001 - reported to the agent (SystemExit included)
             raise _Fail(f"{label}: custom_kernel raised {type(exc).__name__}: {str(exc)[:500]}") from None
         _check_guards(guards)
         _emit(out_dir, k, value, problem, label)
@@ -528,7 +703,7 @@ def _run(job: dict, work: Path) -> dict:
                 raise _Fail(f"{label}: the program changed the current CUDA stream")
             try:
                 t = time_kernel(fn, data, device=device, **timing)
-            except Exception as exc:  # noqa: BLE001
+            except BaseException as exc:  # noqa: BLE001 - SystemExit included
                 raise _Fail(
                     f"{label}: custom_kernel raised during timing: {type(exc).__name__}: {str(exc)[:500]}"
                 ) from None
@@ -551,22 +726,24 @@ def main(argv: list[str] | None = None) -> int:
     """
     args = argv if argv is not None else sys.argv[1:]
     if args and args[0] == "--verify":
-        return verify_main()
+        return verify_main(int(args[1]) if len(args) > 1 else 1)
     work = Path(args[0])
     job = json.loads((work / "job.json").read_text())
+    # opened before the audit hook exists: the candidate cannot open it for writing by name
+    result_file = open(work / "result.json", "w")  # noqa: SIM115
     try:
         result = _run(job, work)
     except _Stopped:
         result = {"ok": False, "error": "stopped: the verifier rejected an output", "stopped": True}
     except _Fail as exc:
         result = {"ok": False, "error": str(exc)}
-    except Exception as exc:  # noqa: BLE001 - reported verbatim
+    except BaseException as exc:  # noqa: BLE001 - reported verbatim (SystemExit, KeyboardInterrupt too)
         # Before the candidate ran, an exception is the harness's or the backend's (no GPU, out of
-        # memory); afterwards the candidate may have broken the process state.
+        # memory); afterwards the candidate may have broken the process state. The parent trusts
+        # neither flag from this process (only the verifier's).
         result = _failure_result(exc, harness=not _LOADED["value"])
-    tmp = work / "result.json.tmp"
-    tmp.write_text(json.dumps(result, default=float))
-    os.replace(tmp, work / "result.json")
+    result_file.write(json.dumps(result, default=float))
+    result_file.close()
     return 0
 
 
@@ -681,12 +858,28 @@ def _verify(job: dict, out_dir: Path, stdin_fd: int) -> dict:
     return {"ok": True, "error": None, "max_abs_err": errs}
 
 
-def verify_main() -> int:
-    """Verifier entry point: one JSON line ``{"job": ..., "out": OUT_DIR}`` on stdin; stdin's EOF
-    means the candidate process is gone. Prints ``DISCOVERYGYM-VERDICT {json}`` on stdout.
+def _undumpable() -> None:
+    """``prctl(PR_SET_DUMPABLE, 0)``: processes of the same user (the candidate) can no longer open
+    this process's ``/proc/<pid>/fd/*``, ``mem``, ``environ`` or ptrace it (Linux; else a no-op)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):
+        pass
+
+
+def verify_main(verdict_fd: int = 1) -> int:
+    """Verifier entry point: one JSON line ``{"job": ..., "out": OUT_DIR, "nonce": ...}`` on stdin;
+    stdin's EOF means the candidate process is gone. Writes one line ``DISCOVERYGYM-VERDICT {json}``
+    (carrying the nonce) to ``verdict_fd``, a pipe created by the parent.
 
     Never imports the candidate; draws the inputs and computes the references itself.
     """
+    _undumpable()
     fd = sys.stdin.fileno()
     line = b""
     while not line.endswith(b"\n"):
@@ -695,8 +888,10 @@ def verify_main() -> int:
             break
         line += chunk
     out_dir = None
+    nonce = None
     try:
         request = json.loads(line)
+        nonce = request.get("nonce")
         out_dir = Path(request["out"])
         result = _verify(request["job"], out_dir, fd)
     except Exception as exc:  # noqa: BLE001 - reported verbatim
@@ -711,8 +906,11 @@ def verify_main() -> int:
             (out_dir / "stop").touch()
         except OSError:
             pass
-    sys.stdout.write(_VERDICT_PREFIX + json.dumps(result, default=float) + "\n")
-    sys.stdout.flush()
+    result["nonce"] = nonce
+    data = (_VERDICT_PREFIX + json.dumps(result, default=float) + "\n").encode()
+    while data:
+        data = data[os.write(verdict_fd, data) :]
+    os.close(verdict_fd)
     return 0
 
 

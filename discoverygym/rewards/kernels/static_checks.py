@@ -31,9 +31,17 @@ reward hacks reported by TTT-Discover and SimpleTES):
   ``match`` class patterns naming them; and modules that torch re-exports as attributes
   (``torch.sys``, ``torch.os``, ``torch.inspect``, ``numpy.ctypeslib``...).
 
-These are deliberately strict and syntactic: they can be evaded by a determined program (e.g.
-through a C extension compiled with ``torch.utils.cpp_extension``, which is allowed); they are not a
-security boundary. Correctness does not rest on them: the verdict is computed in a separate
+* **File I/O, operator registration, compiled extensions**: NumPy file I/O (``tofile``,
+  ``fromfile``, ``loadtxt``, ``savetxt``, ``genfromtxt``, ``save``/``load``/``savez``, ``memmap``,
+  ``DataSource``, ``np.lib.format``), ``open`` as a name or attribute, ``torch.save``/``load``,
+  ``torch.library``, ``torch.ops``, ``torch.utils.cpp_extension``/``load_inline``,
+  ``torch.package``, ``torch.hub``, ``torch.utils.swap_tensors``, ``Tensor.set_``; 3-argument
+  ``type(...)``; ``str.format`` on computed strings or with fields reaching attributes/items
+  (``'{0.x}'``, ``'{0[k]}'``) and ``format_map``.
+
+These are deliberately strict and syntactic: they can be evaded by a determined program; they are
+not a security boundary (the runner's audit hook is a second layer, see
+:mod:`discoverygym.rewards.kernels.runner`). Correctness does not rest on them: the verdict is computed in a separate
 verifier process that never imports the candidate (see :mod:`discoverygym.rewards.kernels.runner`),
 so patching the comparison inside the candidate's process achieves nothing. They mainly protect
 the timing, which must run in the candidate's process.
@@ -170,6 +178,35 @@ _SUBCLASS = {
     "_make_wrapper_subclass",
 }
 _MEMO = {"cache", "lru_cache", "cached_property"}
+#: file I/O, operator registration, compiled extensions and tensor-storage swaps, refused as
+#: attributes or imported names anywhere (``np.tofile``, ``torch.library``, ``torch.ops``...).
+_IO_ESCAPES = {
+    "tofile",
+    "fromfile",
+    "loadtxt",
+    "savetxt",
+    "genfromtxt",
+    "fromregex",
+    "memmap",
+    "DataSource",
+    "npyio",
+    "open",
+    "library",
+    "ops",
+    "cpp_extension",
+    "load_inline",
+    "swap_tensors",
+    "set_",
+    "package",
+    "format_map",
+    "f2py",
+    "extbuild",
+    "hub",
+    "classes",
+    "serialization",
+}
+#: refused as attributes of numpy / torch (``np.save``, ``torch.load``; ``tl.load`` stays allowed).
+_MODULE_IO = {"save", "load", "savez", "savez_compressed", "format"}
 
 
 def _root(node: ast.AST) -> str | None:
@@ -242,6 +279,18 @@ def violations(source: str, entry: str = "custom_kernel") -> list[str]:
     if entry not in defined:
         found.append(f"the program must define a top-level function `{entry}(data)`")
     modules: set[str] = set()
+    io_roots = {"numpy", "np", "torch"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in ("numpy", "torch"):
+                    io_roots.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("numpy", "torch"):
+            for alias in node.names:
+                if alias.name in _MODULE_IO:
+                    add(node, f"import of `{alias.name}` from `{node.module}` is not allowed (file I/O)")
+                elif alias.name == "lib":
+                    io_roots.add(alias.asname or alias.name)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -262,7 +311,12 @@ def violations(source: str, entry: str = "custom_kernel") -> list[str]:
                 )
             for alias in node.names:
                 modules.add(alias.asname or alias.name)
-                if alias.name in _MODULE_ESCAPES or alias.name in _GETATTR_LIKES or alias.name == "*":
+                if (
+                    alias.name in _MODULE_ESCAPES
+                    or alias.name in _GETATTR_LIKES
+                    or alias.name in _IO_ESCAPES
+                    or alias.name == "*"
+                ):
                     add(node, f"import of `{alias.name}` from `{node.module}` is not allowed")
                 if alias.name in _MEMO:
                     add(
@@ -297,6 +351,28 @@ def violations(source: str, entry: str = "custom_kernel") -> list[str]:
                     node,
                     f"assigning into `{_dotted(inner)}[...]` patches a library or a shared object: not allowed",
                 )
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type":
+            if len(node.args) + len(node.keywords) != 1:
+                add(node, "`type(name, bases, namespace)` is not allowed (it creates classes unchecked)")
+        elif (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format"
+        ):
+            recv = node.func.value
+            if not (isinstance(recv, ast.Constant) and isinstance(recv.value, str)):
+                add(
+                    node, "`.format` on a computed string is not allowed (format fields can reach attributes)"
+                )
+            else:
+                import string
+
+                try:
+                    fields = [f for _, f, _, _ in string.Formatter().parse(recv.value) if f]
+                except ValueError:
+                    fields = ["["]
+                if any("." in f or "[" in f for f in fields):
+                    add(
+                        node, "format fields reaching attributes or items (`{0.x}`, `{0[k]}`) are not allowed"
+                    )
         elif isinstance(node, ast.MatchClass):
             for attr in node.kwd_attrs:
                 if attr.startswith("__") or attr in _ATTR_ESCAPES:
@@ -330,7 +406,20 @@ def violations(source: str, entry: str = "custom_kernel") -> list[str]:
             name = node.name
         if name is None:
             continue
-        if name in _REFERENCE_NAMES:
+        if isinstance(node, ast.Attribute) and name in _IO_ESCAPES:
+            add(
+                node,
+                f"`{_dotted(node)}` is not allowed in kernel programs (file I/O, operator registration, "
+                "compiled extensions or storage swaps reach around the checks)",
+            )
+        elif (
+            isinstance(node, ast.Attribute)
+            and name in _MODULE_IO
+            and (_root(node.value) in io_roots or _dotted(node.value).split(".")[-1] == "lib")
+            and not (name == "format" and not isinstance(node.value, (ast.Name, ast.Attribute)))
+        ):
+            add(node, f"`{_dotted(node)}` is not allowed in kernel programs (file I/O)")
+        elif name in _REFERENCE_NAMES:
             add(node, f"`{name}` belongs to the reference/harness: calling the reference is not allowed")
         elif (
             name in _ATTR_ESCAPES
