@@ -99,6 +99,12 @@ def evaluate(env_id: str, path: Path, timeout_s: float | None, seed: int = 0, **
     Raises:
         UsageError: unknown env id, an option the env does not take, unreadable/ill-formed file.
     """
+    return _evaluate(env_id, path, timeout_s, seed, **task_options)[0]
+
+
+def _evaluate(env_id: str, path: Path, timeout_s: float | None, seed: int = 0,
+              **task_options: Any) -> tuple[State, Any]:
+    """:func:`evaluate`, also returning the Problem / ProgramTask that judged the candidate."""
     options = {k: v for k, v in task_options.items() if v is not None}
     if is_program_env(env_id):
         try:
@@ -106,7 +112,7 @@ def evaluate(env_id: str, path: Path, timeout_s: float | None, seed: int = 0, **
         except (TypeError, ValueError) as exc:
             raise UsageError(f"{env_id}: {exc}") from None
         try:
-            return env.evaluate_program(_read_text(path), seed=seed)
+            return env.evaluate_program(_read_text(path), seed=seed), env.task
         except (ValueError, OSError) as exc:  # bad case files, a data set missing offline...
             raise UsageError(f"{env_id}: {exc}") from None
     if env_id not in ENVS:
@@ -117,9 +123,9 @@ def evaluate(env_id: str, path: Path, timeout_s: float | None, seed: int = 0, **
         limits = SandboxLimits(timeout_s=60.0 if timeout_s is None else timeout_s, memory_mb=4096)
         env = DiscoveryEnv(ENVS[env_id], action_mode="code", sandbox=limits)
         _, info = env.reset(seed=seed)
-        return env.evaluate_program(_read_text(path), parent=info["state"], seed=seed)
+        return env.evaluate_program(_read_text(path), parent=info["state"], seed=seed), env.problem
     env = DiscoveryEnv(ENVS[env_id])
-    return env.evaluate_construction(load_construction(path))
+    return env.evaluate_construction(load_construction(path)), env.problem
 
 
 def _read_text(path: Path) -> str:
@@ -127,11 +133,6 @@ def _read_text(path: Path) -> str:
         return path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read {path}: {exc}") from None
-
-
-def _problem(env_id: str) -> Any:
-    """The Problem / ProgramTask of an env id (program tasks built with default options)."""
-    return ENVS[env_id] if env_id in ENVS else make_task(env_id)
 
 
 def _cmd_list(args: argparse.Namespace, console: Console) -> int:
@@ -171,9 +172,7 @@ def _cmd_evaluate(args: argparse.Namespace, console: Console) -> int:
         raise UsageError(f"--n-cases must be >= 1, got {args.n_cases}")
     path = Path(args.file) if args.file else example_path(args.env_id)
     options = {"cases_dir": args.cases, "dataset": args.dataset, "device": args.device, "n_cases": args.n_cases}
-    state = evaluate(args.env_id, path, args.timeout, args.seed, **options)
-    problem = _problem(args.env_id) if args.env_id in ENVS else make_task(
-        args.env_id, **{k: v for k, v in options.items() if v is not None})
+    state, problem = _evaluate(args.env_id, path, args.timeout, args.seed, **options)
     metrics = {k: v for k, v in state.metadata.items() if k not in ("stdout", "stderr")}
     result = {
         "env_id": args.env_id, "file": str(path), "valid": state.valid, "score": state.score,
