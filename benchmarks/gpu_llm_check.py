@@ -37,7 +37,7 @@ def main() -> int:
     import numpy as np
     import torch
 
-    from discoverygym.agents.llm_update import pad_behaviour
+    from discoverygym.agents.losses import pad_behaviour
     from discoverygym.agents.policies import SamplingContext
     from discoverygym.agents.policies.hf import HFPolicy
     from discoverygym.agents.policies.tiny import build_tiny_model

@@ -65,12 +65,12 @@ def test_non_finite_or_non_positive_lr_is_refused(tmp_path, capsys, lr, policy):
 
 
 def test_llm_config_refuses_bad_numbers():
-    from discoverygym.agents.llm_trainer import LLMTrainConfig
+    from discoverygym.agents.trainer import TrainConfig
 
     for bad in ({"lr": float("inf")}, {"lr": 0.0}, {"kl_coef": float("nan")}, {"temperature": 0.0},
                 {"adam_beta1": 1.0}, {"env_kwargs": [1]}):
         with pytest.raises(ValueError):
-            LLMTrainConfig(policy="hf:x", **bad)
+            TrainConfig(policy="hf:x", **bad)
 
 
 @pytest.mark.parametrize("policy", [[], ["--policy", "hf:/nonexistent/model"]])

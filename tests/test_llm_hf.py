@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 
-from discoverygym.agents.llm_update import pad_behaviour, token_advantages
+from discoverygym.agents.losses import pad_behaviour, token_advantages
 from discoverygym.agents.objectives import entropic_adaptive
 from discoverygym.agents.policies import SamplingContext
 from discoverygym.agents.policies.llm import LLMSample, ModelUnavailable

@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 pytest.importorskip("httpx")
 
-from discoverygym.agents.llm_update import pad_behaviour
+from discoverygym.agents.losses import pad_behaviour
 from discoverygym.agents.policies import SamplingContext
 from discoverygym.envs.registry import ENVS
 from discoverygym.types import State
@@ -88,14 +88,14 @@ def test_server_errors_are_clear(server, learner):
 
 
 def test_trainer_with_server_sampler_and_local_learner(server, tiny_model_path, tmp_path):
-    from discoverygym.agents.llm_trainer import LLMTrainConfig, LLMTrainer
+    from discoverygym.agents.trainer import TrainConfig, Trainer
     from discoverygym.agents.policies.hf import HFPolicy
     from discoverygym.agents.policies.openai_server import OpenAIServerPolicy
 
-    cfg = LLMTrainConfig(env_id="CirclePacking-26-v0", policy=f"openai:{server}", train_model=str(tiny_model_path),
+    cfg = TrainConfig(env_id="CirclePacking-26-v0", policy=f"openai:{server}", train_model=str(tiny_model_path),
                          steps=1, groups=1, group_size=2, max_new_tokens=8, lora_rank=4, device="cpu")
     learner = HFPolicy(tiny_model_path, device="cpu", lora_rank=4, max_new_tokens=8)
     sampler = OpenAIServerPolicy(server, tokenizer=learner.tokenizer, max_new_tokens=8)
-    result = LLMTrainer(cfg, tmp_path / "run", backends=(sampler, learner)).run()
+    result = Trainer(cfg, tmp_path / "run", learners=(sampler, learner)).run()
     assert result.steps == 1 and sampler.model == "step-1"
     assert (tmp_path / "run" / "adapters" / "step_000001" / "adapter_model.safetensors").exists()

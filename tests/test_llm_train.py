@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 
-from discoverygym.agents.llm_trainer import LLMTrainConfig, LLMTrainer
+from discoverygym.agents.trainer import TrainConfig, Trainer
 from discoverygym.agents.policies.llm import LLMSample
 from discoverygym.cli import main
 from tests.llm_fixtures import tiny_model_dir
@@ -109,9 +109,9 @@ def _packing(radius: float) -> str:
 def test_trainer_passes_group_advantages_to_the_learner(tmp_path):
     good, bad = _packing(0.1), _packing(0.05)  # 25 circles of r, one of radius 0: valid, Σr differs
     sampler = learner = _Scripted([good, bad, "not python ("])
-    cfg = LLMTrainConfig(env_id="CirclePacking-26-v0", policy="hf:unused", steps=1, groups=2, group_size=3,
+    cfg = TrainConfig(env_id="CirclePacking-26-v0", policy="hf:unused", steps=1, groups=2, group_size=3,
                          kl_coef=0.05)
-    trainer = LLMTrainer(cfg, tmp_path / "r", backends=(sampler, learner))
+    trainer = Trainer(cfg, tmp_path / "r", learners=(sampler, learner))
     result = trainer.run()
     assert len(learner.calls) == 1
     n, adv, lam = learner.calls[0]
@@ -125,12 +125,12 @@ def test_trainer_passes_group_advantages_to_the_learner(tmp_path):
 
 def test_constant_groups_skip_the_update_when_asked(tmp_path):
     policy = _Scripted(["syntax error ("])
-    cfg = LLMTrainConfig(env_id="CirclePacking-26-v0", policy="hf:unused", steps=1, groups=1, group_size=2,
+    cfg = TrainConfig(env_id="CirclePacking-26-v0", policy="hf:unused", steps=1, groups=1, group_size=2,
                          update_on_constant=False)
-    LLMTrainer(cfg, None, backends=(policy, policy)).run()
+    Trainer(cfg, None, learners=(policy, policy)).run()
     assert policy.calls == []
     cfg.update_on_constant = True
-    LLMTrainer(cfg, None, backends=(policy, policy)).run()
+    Trainer(cfg, None, learners=(policy, policy)).run()
     assert len(policy.calls) == 1 and float(policy.calls[0][1].abs().max()) == 0.0  # KL-only step
 
 
@@ -145,9 +145,9 @@ def test_parallel_judging_records_the_same_children(tmp_path, monkeypatch):
     for workers in (1, 3):
         calls.clear()
         policy = _Scripted(programs)
-        cfg = LLMTrainConfig(env_id="CirclePacking-26-v0", policy="hf:unused", steps=2, groups=2, group_size=4,
+        cfg = TrainConfig(env_id="CirclePacking-26-v0", policy="hf:unused", steps=2, groups=2, group_size=4,
                              eval_workers=workers, reuse="none")
-        trainer = LLMTrainer(cfg, None, backends=(policy, policy))
+        trainer = Trainer(cfg, None, learners=(policy, policy))
         result = trainer.run()
         children = sorted((s.code, s.valid, s.score) for s in trainer.reuse.archive.states() if s.code)
         assert len(calls) == 2 * 2 * 4  # each program runs once, in parallel or not
@@ -166,9 +166,9 @@ def test_resume_truncates_samples_logged_after_the_checkpoint(tmp_path):
     """QA: kill -9 between logging samples and the checkpoint left duplicate step records."""
     run = tmp_path / "r"
     policy = _Resumable([_packing(0.1), _packing(0.05)])
-    cfg = LLMTrainConfig(env_id="CirclePacking-26-v0", policy="hf:unused", steps=1, groups=1, group_size=2,
+    cfg = TrainConfig(env_id="CirclePacking-26-v0", policy="hf:unused", steps=1, groups=1, group_size=2,
                          log_samples=2)
-    LLMTrainer(cfg, run, backends=(policy, policy)).run()
+    Trainer(cfg, run, learners=(policy, policy)).run()
     samples = run / "samples.jsonl"
     assert [json.loads(line)["step"] for line in samples.read_text().splitlines()] == [1, 1]
     # a killed step 2: its samples were written, the checkpoint was not (and a torn line)
@@ -176,7 +176,7 @@ def test_resume_truncates_samples_logged_after_the_checkpoint(tmp_path):
         fh.write(json.dumps({"step": 2, "reward": 0.0, "text": "lost"}) + "\n")
         fh.write('{"step": 2, "rew')
     cfg.steps = 2
-    LLMTrainer(cfg, run, resume=True, backends=(policy, policy)).run()
+    Trainer(cfg, run, resume=True, learners=(policy, policy)).run()
     steps = [json.loads(line)["step"] for line in samples.read_text().splitlines()]
     assert steps == [1, 1, 2, 2]
     assert "lost" not in samples.read_text()

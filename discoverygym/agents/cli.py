@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -27,6 +28,7 @@ from rich.console import Console
 from rich.table import Table
 
 from discoverygym.errors import BackendUnavailable
+from discoverygym.io import run_kind
 
 __all__ = ["add_parsers", "main", "run"]
 
@@ -110,103 +112,6 @@ def _llm_args(p: argparse.ArgumentParser) -> None:
                    help="options of a program env as JSON, e.g. '{\"n_cases\": 5}'")
 
 
-_LLM_FIELDS = (("steps", "steps"), ("groups", "groups"), ("group_size", "group_size"), ("seed", "seed"),
-               ("lr", "lr"), ("kl_coef", "kl_coef"), ("budget_s", "budget_s"), ("policy", "policy"),
-               ("max_new_tokens", "max_new_tokens"), ("temperature", "temperature"), ("lora_rank", "lora_rank"),
-               ("thinking_budget", "thinking_budget"), ("micro_batch", "micro_batch"), ("llm_device", "device"),
-               ("train_model", "train_model"), ("task_options", "env_kwargs"), ("eval_workers", "eval_workers"))
-
-
-def _train_llm(args: argparse.Namespace, console: Console) -> int:
-    """``train`` with an LLM policy (code mode): :class:`~discoverygym.agents.llm_trainer.LLMTrainer`."""
-    from discoverygym.agents.llm_trainer import LLMTrainConfig, LLMTrainer
-    from discoverygym.agents.policies.llm import ModelUnavailable
-    from discoverygym.agents.trainer import ABLATIONS
-    from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
-
-    if args.env_id not in ENVS and args.env_id not in PROGRAM_TASKS:
-        raise _Usage(f"unknown env {args.env_id!r}; run `discoverygym list`")
-    name = AGENTS.get(args.agent, args.agent)
-    if name not in ABLATIONS:
-        raise _Usage(f"unknown agent {args.agent!r}; use ttt-discover, naive-rl or one of {', '.join(ABLATIONS)}")
-    for flag in ("sigma", "polish", "polish_kwargs", "init"):
-        if getattr(args, flag, None) is not None:
-            raise _Usage(f"--{flag.replace('_', '-')} applies to the numeric policy, not to LLM policies")
-    _check_numbers(args)
-    run_dir = Path(args.run_dir)
-    given = {f: getattr(args, a) for a, f in _LLM_FIELDS if getattr(args, a, None) is not None}
-    if args.resume:
-        stored = _stored_train_config(run_dir, args.env_id)
-        changeable = ("steps", "budget_s", "eval_workers")
-        conflicts = [k for k, v in given.items() if k not in changeable and stored.get(k) != v]
-        if conflicts:
-            raise _Usage(f"--resume continues with the stored configuration; these arguments differ from it: "
-                         f"{', '.join(sorted(conflicts))} (only {', '.join(changeable)} may change)")
-        stored.update({k: v for k, v in given.items() if k in changeable})
-        config = _make_config(LLMTrainConfig, **stored)
-    else:
-        _check_new_run_dir(run_dir)
-        ablation = {k: v for k, v in ABLATIONS[name].items()}
-        config = _make_config(LLMTrainConfig, env_id=args.env_id, name=name, **{**ablation, **given})
-
-    def on_step(m: dict) -> None:
-        if not args.json:
-            console.print(f"step {m['step']}/{config.steps}  best {_fmt(m['score/best'])}  reward mean "
-                          f"{m['reward/mean']:.6g}  valid {m['valid_fraction']:.2f}  parsed {m['parsed_fraction']:.2f}"
-                          f"  loss {m['loss']:.4g}  {m['perf/step_time_s']:.2f} s", highlight=False)
-
-    try:
-        trainer = LLMTrainer(config, run_dir, resume=args.resume, callback=on_step)
-    except (ModelUnavailable, ValueError, FileExistsError, FileNotFoundError) as exc:
-        raise _Usage(_message(exc)) from None
-    from discoverygym.agents.policies.openai_server import ServerError
-
-    try:
-        result = trainer.run()
-    except BackendUnavailable:
-        raise
-    except ServerError as exc:
-        print(f"discoverygym train: failed: {' '.join(str(exc).split())}\n"
-              f"the run directory {run_dir} is resumable (--resume)", file=sys.stderr)
-        return 1
-    problem = trainer.env.unwrapped.problem
-    record = problem.sota.get("value")
-    best = result.best.score if result.best.valid else None
-    start = result.initial.score
-    better = (lambda a, b: a < b) if problem.direction == "min" else (lambda a, b: a > b)
-    improved = bool(best is not None and (start is None or better(best, start)))
-    summary = {"env_id": config.env_id, "config": config.name, "policy": config.policy, "steps": result.steps,
-               "elapsed_s": result.elapsed_s, "initial_score": start, "best_score": best, "record": record,
-               "record_source": problem.sota.get("source"), "improved": improved, "run_dir": str(run_dir),
-               "best_file": str(run_dir / "best.json")}
-    if args.json:
-        print(json.dumps(summary))
-        return 0
-    table = Table(title=f"{problem.title}: {config.name} with {config.policy}, {result.steps} steps", show_header=False)
-    table.add_row("start", _fmt(start))
-    table.add_row("best", _fmt(best))
-    table.add_row("published record", f"{record} ({problem.sota.get('source')})")
-    table.add_row("vs start", "improved" if improved else "no improvement (best = start)")
-    table.add_row("time", f"{result.elapsed_s:.1f} s this call")
-    table.add_row("run dir", f"{run_dir}  (tensorboard --logdir {run_dir}; responses in samples.jsonl)")
-    console.print(table)
-    return 0
-
-
-def _is_llm_run(args: argparse.Namespace) -> bool:
-    from discoverygym.agents.policies.llm import is_llm_spec
-
-    if is_llm_spec(getattr(args, "policy", None) or ""):
-        return True
-    if getattr(args, "resume", False):
-        cfg = Path(args.run_dir) / "config.json"
-        try:
-            return is_llm_spec(json.loads(cfg.read_text()).get("policy", ""))
-        except (OSError, ValueError):
-            return False
-    return False
-
-
 def _check_numbers(args: argparse.Namespace) -> None:
     """Refuse non-finite / out-of-range real-valued flags (QA: ``--lr inf`` trained NaN adapters)."""
     import math
@@ -221,21 +126,26 @@ def _check_numbers(args: argparse.Namespace) -> None:
             raise _Usage(f"--{flag.replace('_', '-')} must be {need}, got {value!r}")
 
 
+#: command-line flag -> TrainConfig field (the same for every learner).
+_FIELDS = (("steps", "steps"), ("groups", "groups"), ("group_size", "group_size"), ("seed", "seed"),
+           ("lr", "lr"), ("kl_coef", "kl_coef"), ("budget_s", "budget_s"), ("image_every", "image_every"),
+           ("policy", "policy"), ("max_new_tokens", "max_new_tokens"), ("temperature", "temperature"),
+           ("lora_rank", "lora_rank"), ("thinking_budget", "thinking_budget"), ("micro_batch", "micro_batch"),
+           ("llm_device", "device"), ("train_model", "train_model"), ("task_options", "env_kwargs"),
+           ("eval_workers", "eval_workers"))
+
+#: TrainConfig fields that ``--resume`` may change (the rest must match the stored run).
+_CHANGEABLE = ("steps", "budget_s", "image_every", "eval_workers")
+
+
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The TrainConfig fields given on the command line (``None`` flags are left to the config)."""
     _check_numbers(args)
-    out: dict[str, Any] = {}
-    for key, field in (("steps", "steps"), ("groups", "groups"), ("group_size", "group_size"), ("seed", "seed"),
-                       ("lr", "lr"), ("kl_coef", "kl_coef"), ("budget_s", "budget_s"), ("image_every", "image_every"),
-                       ("policy", "policy")):
-        if getattr(args, key, None) is not None:
-            out[field] = getattr(args, key)
+    out = {f: getattr(args, a) for a, f in _FIELDS if getattr(args, a, None) is not None}
     pk: dict[str, Any] = {}
-    if args.sigma is not None:
-        pk["sigma"] = args.sigma
-    if args.polish is not None:
-        pk["polish"] = args.polish
-    if args.polish_kwargs is not None:
-        pk["polish_kwargs"] = args.polish_kwargs
+    for flag in ("sigma", "polish", "polish_kwargs"):
+        if getattr(args, flag, None) is not None:
+            pk[flag] = getattr(args, flag)
     if pk:
         out["policy_kwargs"] = pk
     return out
@@ -265,15 +175,9 @@ def _check_new_run_dir(run_dir: Path) -> None:
             break
     if (run_dir / "checkpoints" / "latest.json").exists():
         raise _Usage(f"{run_dir} already holds a run: pass --resume or choose another --run-dir")
-    cfg = run_dir / "config.json"
-    if cfg.exists():
-        try:
-            stored = json.loads(cfg.read_text())
-        except (OSError, UnicodeDecodeError, ValueError):
-            stored = {}
-        kind = _run_kind(run_dir, stored) if isinstance(stored, dict) else "unknown"
-        if kind in ("search", "post-train"):
-            raise _Usage(f"{run_dir} holds a {kind} run: choose another --run-dir")
+    kind = run_kind(run_dir)
+    if kind in ("search", "post-train"):
+        raise _Usage(f"{run_dir} holds a {kind} run: choose another --run-dir")
 
 
 def _stored_train_config(run_dir: Path, env_id: str) -> dict:
@@ -296,8 +200,8 @@ def _stored_train_config(run_dir: Path, env_id: str) -> dict:
         raise _Usage(f"cannot read {cfg_path}: {exc}") from None
     if not isinstance(stored, dict):
         raise _Usage(f"{cfg_path} is not a train configuration (not a JSON object)")
-    kind = _run_kind(run_dir, stored)
-    if kind == "unknown":
+    kind = run_kind(run_dir)
+    if kind == "other":
         raise _Usage(f"{run_dir} does not hold a train run ({cfg_path} has no groups/group_size)")
     if kind != "train":
         hint = {"search": f"; continue it with `discoverygym search {stored.get('env_id', 'ENV')} --run-dir {run_dir} "
@@ -307,17 +211,6 @@ def _stored_train_config(run_dir: Path, env_id: str) -> dict:
         raise _Usage(f"{run_dir} holds a train run of {stored.get('env_id')}, not {env_id} "
                      f"(resume it with `discoverygym train {stored.get('env_id')} --run-dir {run_dir} --resume`)")
     return stored
-
-
-def _run_kind(run_dir: Path, stored: dict) -> str:
-    """``"train"``, ``"search"``, ``"post-train"`` or ``"unknown"`` for a run directory's config."""
-    if {"C", "L", "K", "selector"} <= stored.keys() or (run_dir / "archive.jsonl").exists():
-        return "search"
-    if {"groups", "group_size"} <= stored.keys():
-        return "train"
-    if (run_dir / "rounds").is_dir() or (run_dir / "buffer.jsonl").exists():
-        return "post-train"
-    return "unknown"
 
 
 def _load_init(path: str | None) -> Any:
@@ -362,12 +255,14 @@ def _fmt(v: float | None) -> str:
 
 
 def _train(args: argparse.Namespace, console: Console) -> int:
+    """``train`` for every learner: the numeric policy on constructions, an LLM on programs."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from discoverygym.agents.trainer import ABLATIONS, TrainConfig, Trainer, ablation_config
-    from discoverygym.envs.registry import ENVS
+    from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
+    from discoverygym.policy import is_llm_spec
 
-    if args.env_id not in ENVS:
+    if args.env_id not in ENVS and args.env_id not in PROGRAM_TASKS:
         raise _Usage(f"unknown env {args.env_id!r}; run `discoverygym list`")
     name = AGENTS.get(args.agent, args.agent)
     if name not in ABLATIONS:
@@ -376,22 +271,29 @@ def _train(args: argparse.Namespace, console: Console) -> int:
     overrides = _overrides(args)
     if args.resume:
         stored = _stored_train_config(run_dir, args.env_id)
-        changeable = ("steps", "budget_s", "image_every")
-        conflicts = [k for k, v in overrides.items() if k not in changeable and stored.get(k) != v]
+        conflicts = [k for k, v in overrides.items() if k not in _CHANGEABLE and stored.get(k) != v]
         if conflicts:
             raise _Usage(
                 f"--resume continues with the stored configuration; these arguments differ from it: "
-                f"{', '.join(sorted(conflicts))} (only {', '.join(changeable)} may change)"
+                f"{', '.join(sorted(conflicts))} (only {', '.join(_CHANGEABLE)} may change)"
             )
-        stored.update({k: v for k, v in overrides.items() if k in changeable})
+        stored.update({k: v for k, v in overrides.items() if k in _CHANGEABLE})
         config = _make_config(TrainConfig, **stored)
         initial = _load_init(config.init)
     else:
+        if is_llm_spec(overrides.get("policy", "")):
+            for flag in ("sigma", "polish", "polish_kwargs", "init"):
+                if getattr(args, flag, None) is not None:
+                    raise _Usage(f"--{flag.replace('_', '-')} applies to the numeric policy, not to LLM policies")
         _check_new_run_dir(run_dir)
         config = _make_config(ablation_config, name, env_id=args.env_id, init=args.init, **overrides)
         initial = _load_init(args.init)
-    _check_policy_fits(config)
-    problem = ENVS[config.env_id]
+    if config.family == "numeric":
+        if config.env_id not in ENVS:
+            raise _Usage(f"{config.env_id} takes programs: train it with an LLM policy "
+                         "(--policy hf:PATH_OR_ID, openai:URL, vllm:MODEL, tinker:MODEL)")
+        _check_policy_fits(config)
+    llm = config.family == "llm"
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("best {task.fields[best]}"), TextColumn("{task.fields[rate]} eval/s"),
                         TimeElapsedColumn(), console=console, disable=args.json or not console.is_terminal)
@@ -401,39 +303,61 @@ def _train(args: argparse.Namespace, console: Console) -> int:
     def on_step(m: dict) -> None:
         progress.update(task, completed=m["step"], best=_fmt(m["score/best"]), rate=f"{m['perf/evals_per_s']:.0f}")
         if plain:
+            extra = f"  parsed {m['parsed_fraction']:.2f}  loss {m['loss']:.4g}" if llm else ""
             print(f"step {m['step']}/{config.steps}  best {_fmt(m['score/best'])}  reward mean "
-                  f"{m['reward/mean']:.6g}  valid {m['valid_fraction']:.2f}  {m['perf/step_time_s']:.2f} s", flush=True)
+                  f"{m['reward/mean']:.6g}  valid {m['valid_fraction']:.2f}{extra}  {m['perf/step_time_s']:.2f} s",
+                  flush=True)
+
+    from discoverygym.agents.policies.llm import ModelUnavailable
 
     try:
         trainer = Trainer(config, run_dir, initial=initial, resume=args.resume, callback=on_step)
-    except (ValueError, FileExistsError, FileNotFoundError, NotADirectoryError) as exc:
+    except (ModelUnavailable, ValueError, FileExistsError, FileNotFoundError, NotADirectoryError) as exc:
         raise _Usage(_message(exc)) from None
-    with progress:
-        result = trainer.run()
-    record = problem.sota["value"]
+    try:
+        with progress:
+            result = trainer.run()
+    except BackendUnavailable:
+        raise
+    except Exception as exc:
+        from discoverygym.agents.policies.openai_server import ServerError
+
+        if not isinstance(exc, ServerError):
+            raise
+        print(f"discoverygym train: failed: {' '.join(str(exc).split())}\n"
+              f"the run directory {run_dir} is resumable (--resume)", file=sys.stderr)
+        return 1
+    problem = trainer.problem
+    record = problem.sota.get("value")
+    has_record = isinstance(record, (int, float)) and math.isfinite(record)
     better = (lambda a, b: a < b) if problem.direction == "min" else (lambda a, b: a > b)
-    best = result.best.score
+    best = result.best.score if result.best.valid else None
+    start = result.initial.score
+    improved = bool(best is not None and (start is None or better(best, start)))
     summary = {
-        "env_id": config.env_id, "config": config.name, "steps": result.steps, "elapsed_s": result.elapsed_s,
-        "initial_score": result.initial.score, "best_score": best, "record": record,
-        "record_source": problem.sota["source"], "gap_to_record": None if best is None else best - record,
+        "env_id": config.env_id, "config": config.name, "policy": config.policy, "steps": result.steps,
+        "elapsed_s": result.elapsed_s, "initial_score": start, "best_score": best, "record": record,
+        "record_source": problem.sota.get("source"),
+        "gap_to_record": best - record if best is not None and has_record else None,
         # the registered record is rounded: only an improvement over the start can beat it
-        "beats_record": bool(best is not None and better(best, record) and better(best, result.initial.score)),
-        "improved": bool(best is not None and better(best, result.initial.score)), "run_dir": str(run_dir),
-        "best_file": str(run_dir / "best.json"),
+        "beats_record": bool(has_record and best is not None and better(best, record) and improved),
+        "improved": improved, "run_dir": str(run_dir), "best_file": str(run_dir / "best.json"),
     }
     if args.json:
         print(json.dumps(summary))
         return 0
-    table = Table(title=f"{problem.title}: {config.name}, {result.steps} steps", show_header=False)
-    table.add_row("start", _fmt(result.initial.score))
+    title = f"{problem.title}: {config.name}" + (f" with {config.policy}" if llm else "") + f", {result.steps} steps"
+    table = Table(title=title, show_header=False)
+    table.add_row("start", _fmt(start))
     table.add_row("best", _fmt(best))
-    table.add_row("published record", f"{record} ({problem.sota['source']})")
-    table.add_row("gap to record", "—" if best is None else f"{best - record:+.3e} ("
-                  + ("beats it" if summary["beats_record"] else "does not beat it") + ")")
-    table.add_row("vs start", "improved" if summary["improved"] else "no improvement (best = start)")
+    table.add_row("published record", f"{record} ({problem.sota.get('source')})")
+    if summary["gap_to_record"] is not None:
+        table.add_row("gap to record", f"{summary['gap_to_record']:+.3e} ("
+                      + ("beats it" if summary["beats_record"] else "does not beat it") + ")")
+    table.add_row("vs start", "improved" if improved else "no improvement (best = start)")
     table.add_row("time", f"{result.elapsed_s:.1f} s this call")
-    table.add_row("run dir", f"{run_dir}  (tensorboard --logdir {run_dir})")
+    table.add_row("run dir", f"{run_dir}  (tensorboard --logdir {run_dir}"
+                  + ("; responses in samples.jsonl)" if llm else ")"))
     console.print(table)
     return 0
 
@@ -444,7 +368,7 @@ def _compare(args: argparse.Namespace, console: Console) -> int:
 
     if args.env_id not in ENVS:
         raise _Usage(f"unknown env {args.env_id!r}; run `discoverygym list`")
-    from discoverygym.agents.policies.llm import is_llm_spec
+    from discoverygym.policy import is_llm_spec
 
     if is_llm_spec(args.policy or ""):
         raise _Usage("compare runs the numeric policy; for LLM policies run `discoverygym train` once per config")
@@ -539,8 +463,6 @@ def run(args: argparse.Namespace) -> int:
                       "(CPU: pip install torch==2.13.0 first)")
         return 2
     try:
-        if args.command == "train" and _is_llm_run(args):
-            return _train_llm(args, console)
         return _train(args, console) if args.command == "train" else _compare(args, console)
     except _Usage as exc:
         print(f"discoverygym: error: {exc}", file=sys.stderr)

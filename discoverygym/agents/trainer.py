@@ -1,25 +1,33 @@
-"""One trainer for TTT-Discover, naive RL and every ablation: rollouts → advantages → loss → step.
+"""One trainer for TTT-Discover, naive RL and every ablation, over any learner: numeric or LLM.
 
 Read :meth:`Trainer.train_step` top to bottom (CleanRL style):
 
 1. **Start states**: ``reuse.select(groups)`` (PUCT with lineage blocking, ε-greedy, or always the
    initial state); when the rule returns fewer than ``groups`` states (early on the archive holds
    one), the picks are repeated cyclically to fill the groups.
-2. **Rollouts**: ``group_size`` proposals per start state from the policy; each is evaluated by the
-   env (``reset(options={"state": s}); step(action)``), which records it in the reuse archive.
-3. **Advantages**: ``objective(rewards[groups, group_size])`` (:mod:`~discoverygym.agents.objectives`);
+2. **Rollouts**: ``group_size`` samples per start state from the sampler (the learner itself, or an
+   OpenAI-compatible server / vLLM engine that samples for a local learner). A numeric sample is a
+   construction; an LLM sample is a program parsed from the response (unparseable responses are
+   judged as a failing stub).
+3. **Evaluation**: every action is judged by the env (``env.unwrapped.evaluate``), in threads when
+   the env allows it, and recorded in the reuse archive in rollout order (``reuse.record``).
+4. **Advantages**: ``objective(rewards[groups, group_size])`` (:mod:`~discoverygym.agents.objectives`);
    constant-reward groups are dropped.
-4. **Loss**: token-level KL shaping ``A_t += λ (avg − Δ_t)`` against the frozen reference, then the
-   importance-sampling REINFORCE loss ``−Σ_t exp(log π_θ − log π_sampler) · A_t`` (summed, unclipped).
-5. **Update**: one Adam step per batch.
+5. **Update**: ``learner.train_step(kept samples, advantages, kl_coef=λ)``: the one loss of
+   :mod:`~discoverygym.agents.losses` (token-level KL shaping ``A_t += λ (avg − Δ_t)`` against the
+   frozen reference, then ``−Σ_t exp(log π_θ − log π_sampler) · A_t``) and one Adam step. When every
+   group is dropped, ``update_on_constant`` takes a KL-only step (A = 0). A separate sampler then
+   loads the learner's new adapter.
 6. **Log + checkpoint**: TensorBoard scalars (+ an image of the best construction every
-   ``image_every`` steps), ``metrics.jsonl``, ``best.json``, and a checkpoint (policy, reference,
-   optimizer, archive, rule statistics, generator states) from which ``resume`` continues exactly.
+   ``image_every`` steps), ``metrics.jsonl``, ``samples.jsonl`` (LLM responses), ``best.json``, and a
+   checkpoint (learner, archive, rule statistics, generator states) from which ``resume`` continues
+   exactly.
 
-The trainer never names a problem: the env owns its problem and the policy owns its polish.
-Source: TTT-Discover (arXiv 2601.16175) §3 and App. A; docs/algorithms.md.
+The trainer never names a problem or a backend: the env owns its problem, the learner its loss
+inputs. Source: TTT-Discover (arXiv 2601.16175) §3 and App. A; docs/algorithms.md.
 
-Ablations (TTT-Discover Table "ablations") are data, :data:`ABLATIONS`: eight configs, one code path.
+Ablations (TTT-Discover's table of ablations) are data, :data:`ABLATIONS`: eight configs, one code
+path, for every learner.
 """
 
 from __future__ import annotations
@@ -29,35 +37,60 @@ import json
 import math
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 
-from discoverygym.agents.objectives import Objective, kl_shaping, make_objective
-from discoverygym.agents.policies import SamplingContext, make_trainable_policy
-from discoverygym.envs.base import DiscoveryEnv
-from discoverygym.envs.registry import ENVS
-from discoverygym.search.archive import atomic_write_json
+from discoverygym.agents.objectives import Objective, make_objective
+from discoverygym.io import atomic_write_json, available_cpus
+from discoverygym.policy import SamplingContext, is_llm_spec, split_spec
 from discoverygym.search.reuse import EpsilonGreedyReuse, NoReuse, PUCTReuse, ReuseWrapper
 from discoverygym.types import State
 
-__all__ = ["ABLATIONS", "NaiveRL", "TTTDiscover", "TrainConfig", "TrainResult", "Trainer", "ablation_config"]
+__all__ = ["ABLATIONS", "METRICS", "NaiveRL", "TTTDiscover", "TrainConfig", "TrainResult", "Trainer",
+           "ablation_config", "build_learners"]
+
+#: the learning rate when none is given: ours for the numeric policy (the paper's 4e-5 is for LoRA
+#: adapters of an LLM and moves a 100-parameter Gaussian policy by nothing visible in 50 steps),
+#: TTT-Discover App. A for LLM LoRA adapters.
+DEFAULT_LR = {"numeric": 0.05, "llm": 4e-5}
+
+#: the metrics every step reports (``metrics.jsonl`` and TensorBoard; ``beta/group_<g>``,
+#: ``policy/<name>`` and ``errors`` come on top). One schema for every learner.
+METRICS = ("step", "reward/max", "reward/mean", "reward/min", "score/best", "reward/best", "beta/mean", "kl",
+           "loss", "grad_norm", "train_tokens", "groups_kept", "valid_fraction", "parsed_fraction",
+           "archive/size", "perf/sample_s", "perf/eval_s", "perf/train_s", "perf/evals_per_s",
+           "perf/tokens_per_s", "perf/step_time_s")
 
 
 @dataclass
 class TrainConfig:
-    """Every hyper-parameter of a training run (paper defaults, with sources).
+    """Every hyper-parameter of a training run, for every learner (paper defaults, with sources).
 
-    The numeric policy's learning rate is ours: the paper's 4e-5 is for LoRA adapters of an LLM
-    and moves a 100-parameter Gaussian policy by nothing visible in 50 steps.
+    ``policy`` is a registered policy name (``gaussian``: constructions) or an LLM spec
+    (``hf:PATH_OR_ID``, ``openai:URL``, ``vllm:MODEL``, ``tinker:MODEL``: programs, code mode).
+    ``lr`` and ``update_on_constant`` default per learner family (:data:`DEFAULT_LR`; a KL-only
+    step on all-constant groups for LLMs, none for the numeric policy), resolved at construction so
+    that ``config.json`` records the value used.
+
+    Raises:
+        ValueError: settings that cannot train: steps, groups, checkpoint_every, max_new_tokens,
+            lora_rank, micro_batch < 1; group_size < 2 (every objective needs two rollouts per
+            group); image_every < 0; non-finite or non-positive lr / temperature / adam_eps, negative
+            kl_coef; Adam β outside [0, 1); budget_s <= 0; an unknown polish; a malformed LLM spec;
+            env_kwargs not a dict; kind other than "train".
     """
 
     env_id: str = "CirclePacking-26-v0"
+    policy: str = "gaussian"  # discoverygym.policy.POLICIES name, or an LLM spec
+    policy_kwargs: dict = field(default_factory=dict)  # numeric: {"sigma": 0.02, "polish": "auto"}
     steps: int = 50  # TTT-Discover §4: 50 training steps
     groups: int = 8  # TTT-Discover §4: 8 groups (start states) per step
     group_size: int = 64  # TTT-Discover §4: 64 rollouts per group (512 per step)
@@ -67,34 +100,67 @@ class TrainConfig:
     reuse_kwargs: dict = field(default_factory=dict)  # e.g. {"c": 1.0} (App. A.2)
     train: bool = True  # False: the "no training" / "best-of-N" ablations (policy frozen)
     kl_coef: float = 0.1  # TTT-Discover App. A: λ of token-level KL shaping (0.01 for AtCoder)
-    lr: float = 0.05  # ours (paper: 4e-5 for LoRA rank 32; see the class docstring)
+    lr: float | None = None  # None: DEFAULT_LR of the learner family
     adam_beta1: float = 0.9  # TTT-Discover App. A
     adam_beta2: float = 0.95  # TTT-Discover App. A
     adam_eps: float = 1e-8  # TTT-Discover App. A
-    policy: str = "gaussian"  # discoverygym.agents.policies.TRAINABLE_POLICIES
-    policy_kwargs: dict = field(default_factory=dict)  # e.g. {"sigma": 0.02, "polish": "auto"}
-    seed: int = 0  # seeds the env (initial state, state ids) and the policy's generator
+    seed: int = 0  # seeds the env (initial state, state ids), the trainer's and the policy's generators
     image_every: int = 5  # steps between TensorBoard images of the best construction (0 = never)
     checkpoint_every: int = 1  # steps between checkpoints (resume restarts at the last one)
     budget_s: float | None = None  # wall-clock budget (s): no step starts that would overrun it
     init: str | None = None  # the --init construction file (recorded; the construction is passed in)
     name: str = "full"  # ablation / config name (for tables and logs)
-    torch_threads: int | None = 1  # ours: tiny policies run ~25x faster single-threaded (None = leave)
+    torch_threads: int | None = 1  # ours: small policies run ~25x faster single-threaded (None = leave)
+    # when every group is dropped (all rewards equal, e.g. all failures), still take a KL-only step
+    # (A = 0): the adapter is pulled toward the base model. None: True for LLMs, False for numeric.
+    update_on_constant: bool | None = None
+    # actions judged at once (threads; each sandbox is its own process). 0 = auto: all CPUs when the
+    # env's evaluations are thread-safe sandboxed runs (code on math envs), else 1.
+    eval_workers: int = 0
+    env_kwargs: dict = field(default_factory=dict)  # env / task options (n_cases, dataset, device...)
+    log_samples: int = 4  # LLM responses per step written to samples.jsonl (0 = none)
+    # LLM learners (ignored by the numeric policy)
+    lora_rank: int = 32  # TTT-Discover App. A
+    temperature: float = 1.0  # TTT-Discover App. A
+    max_new_tokens: int = 1024  # ours (the paper's budget is far larger; raise on a GPU)
+    thinking_budget: int | None = None  # two-phase forcing (None = off)
+    micro_batch: int = 4  # sequences per backward (gradient accumulation)
+    device: str = "auto"
+    train_model: str | None = None  # the local HF model that learns for openai:/vllm: samplers
+    kind: str = "train"  # run-directory kind (config.json); see discoverygym.cli.common.run_kind
 
     def __post_init__(self) -> None:
-        """Refuse settings that cannot train (found by QA: they crashed mid-run or trained on nothing).
-
-        Raises:
-            ValueError: steps, groups < 1; group_size < 2 (every objective needs two rollouts per
-                group); budget_s <= 0; image_every or checkpoint_every < 0 / < 1; an unknown polish.
-        """
+        """Resolve the per-learner defaults and refuse settings that cannot train (class docstring)."""
+        family = self.family
+        if family == "llm":
+            split_spec(self.policy)
+        if self.lr is None:
+            self.lr = DEFAULT_LR[family]
+        if self.update_on_constant is None:
+            self.update_on_constant = family == "llm"
+        if self.kind != "train":
+            raise ValueError(f"a train configuration has kind 'train', got {self.kind!r}")
         for key, low in (("steps", 1), ("groups", 1), ("group_size", 2), ("checkpoint_every", 1),
-                         ("image_every", 0)):
+                         ("image_every", 0), ("max_new_tokens", 1), ("lora_rank", 1), ("micro_batch", 1),
+                         ("eval_workers", 0), ("log_samples", 0)):
             value = getattr(self, key)
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ValueError(f"{key} must be an integer >= {low}, got {value!r}")
-        if self.budget_s is not None and not self.budget_s > 0:
+        for key, low, strict in (("lr", 0.0, True), ("kl_coef", 0.0, False), ("temperature", 0.0, True),
+                                 ("adam_eps", 0.0, True)):
+            value = getattr(self, key)
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            if not ok or (value <= low if strict else value < low):
+                raise ValueError(f"{key} must be a finite number {'>' if strict else '>='} {low:g}, got {value!r}")
+        for key in ("adam_beta1", "adam_beta2"):
+            value = getattr(self, key)
+            if not isinstance(value, (int, float)) or not 0 <= value < 1:
+                raise ValueError(f"{key} must be in [0, 1), got {value!r}")
+        if self.budget_s is not None and not (isinstance(self.budget_s, (int, float)) and self.budget_s > 0):
             raise ValueError(f"budget_s must be positive, got {self.budget_s!r}")
+        for key in ("policy_kwargs", "objective_kwargs", "reuse_kwargs", "env_kwargs"):
+            if not isinstance(getattr(self, key), dict):
+                raise ValueError(f"{key} must be a JSON object, got {getattr(self, key)!r}")  # noqa: TRY004
         polish = self.policy_kwargs.get("polish")
         if polish not in (None, "none", "auto"):
             from discoverygym.agents.policies.polish import POLISHERS
@@ -102,8 +168,18 @@ class TrainConfig:
             if polish not in POLISHERS:
                 raise ValueError(f"unknown polish {polish!r}; known: none, auto, {', '.join(POLISHERS)}")
 
+    @property
+    def family(self) -> str:
+        """``"llm"`` for an LLM spec (programs), ``"numeric"`` for a registered policy (constructions)."""
+        return "llm" if is_llm_spec(self.policy) else "numeric"
+
+    @property
+    def action_mode(self) -> str:
+        """What the policy proposes: ``"code"`` (LLM programs) or ``"construction"``."""
+        return "code" if self.family == "llm" else "construction"
+
     def to_dict(self) -> dict:
-        """Plain JSON."""
+        """Plain JSON (``config.json``; round-trips through ``TrainConfig(**d)``)."""
         return asdict(self)
 
 
@@ -124,7 +200,7 @@ def ablation_config(name: str, **overrides: Any) -> TrainConfig:
     """The :class:`TrainConfig` of an ablation (``full``, ``naive-rl``...) with ``overrides`` applied.
 
     Raises:
-        ValueError: unknown ablation name.
+        ValueError: unknown ablation name; an invalid override (:class:`TrainConfig`).
     """
     if name not in ABLATIONS:
         raise ValueError(f"unknown config {name!r}; known: {', '.join(ABLATIONS)}")
@@ -133,16 +209,83 @@ def ablation_config(name: str, **overrides: Any) -> TrainConfig:
     return TrainConfig(**merged)
 
 
-def make_reuse(name: str, env: DiscoveryEnv, initial: State, **kwargs: Any) -> ReuseWrapper:
-    """The reuse wrapper ``name`` (``puct``, ``epsilon``, ``none``) seeded with ``initial``.
+#: reuse rule name -> wrapper class (TTT-Discover App. A.2 and its ablations).
+REUSE_RULES: dict[str, type[ReuseWrapper]] = {"puct": PUCTReuse, "epsilon": EpsilonGreedyReuse, "none": NoReuse}
+
+
+def make_reuse(name: str, env: gym.Env, initial: State | None, **kwargs: Any) -> ReuseWrapper:
+    """The reuse wrapper ``name`` (``puct``, ``epsilon``, ``none``) around ``env``, seeded with ``initial``.
+
+    ``initial=None`` lets the wrapper take (and judge) the env's own initial state.
 
     Raises:
         ValueError: unknown name.
     """
-    classes = {"puct": PUCTReuse, "epsilon": EpsilonGreedyReuse, "none": NoReuse}
-    if name not in classes:
-        raise ValueError(f"unknown reuse rule {name!r}; known: {', '.join(classes)}")
-    return classes[name](env, initial_states=[initial], **kwargs)
+    if name not in REUSE_RULES:
+        raise ValueError(f"unknown reuse rule {name!r}; known: {', '.join(REUSE_RULES)}")
+    return REUSE_RULES[name](env, initial_states=[initial] if initial is not None else None, **kwargs)
+
+
+def build_learners(config: TrainConfig, start: State, problem: Any) -> tuple[Any, Any]:
+    """``(sampler, learner)`` for ``config.policy``: the same object unless a server/engine samples.
+
+    Args:
+        config: the run's configuration.
+        start: the start state (a numeric policy is shaped like its construction).
+        problem: the env's problem (its name selects ``polish="auto"``).
+
+    Raises:
+        ValueError: an unknown or untrainable policy; ``openai:`` without ``train_model`` or with a
+            malformed URL.
+        BackendUnavailable / ModelUnavailable: from an LLM backend (missing library, model, key or
+            an unreachable server).
+    """
+    if config.family == "numeric":
+        from discoverygym.agents.learner import NumericLearner
+        from discoverygym.agents.policies import make_trainable_policy
+
+        policy = make_trainable_policy(config.policy, np.shape(start.solution), problem_name=problem.name,
+                                       **config.policy_kwargs)
+        learner = NumericLearner(policy, lr=config.lr, adam_beta1=config.adam_beta1, adam_beta2=config.adam_beta2,
+                                 adam_eps=config.adam_eps)
+        return learner, learner
+    backend, target = split_spec(config.policy)
+    hf_kw = {"device": config.device, "lora_rank": config.lora_rank, "max_new_tokens": config.max_new_tokens,
+             "temperature": config.temperature, "thinking_budget": config.thinking_budget,
+             "micro_batch": config.micro_batch, "lr": config.lr, "adam_beta1": config.adam_beta1,
+             "adam_beta2": config.adam_beta2, "adam_eps": config.adam_eps, "seed": config.seed}
+    if backend == "hf":
+        from discoverygym.agents.policies.hf import HFPolicy
+
+        policy = HFPolicy(target, **hf_kw)
+        return policy, policy
+    if backend == "tinker":
+        from discoverygym.agents.policies.tinker_policy import TinkerPolicy
+
+        policy = TinkerPolicy(target, lora_rank=config.lora_rank, max_new_tokens=config.max_new_tokens,
+                              temperature=config.temperature, lr=config.lr, adam_beta1=config.adam_beta1,
+                              adam_beta2=config.adam_beta2, adam_eps=config.adam_eps, seed=config.seed)
+        return policy, policy
+    from discoverygym.agents.policies.hf import HFPolicy
+
+    if backend == "openai":
+        from discoverygym.agents.policies.openai_server import OpenAIServerPolicy, check_url, probe_server
+
+        check_url(target)  # a malformed URL is refused before the learner loads
+        if not config.train_model:
+            raise ValueError("--policy openai:URL trains a local copy: pass --train-model PATH_OR_ID "
+                             "(the model the server serves)")
+        probe_server(target)  # an unreachable server is reported before the learner loads
+        learner = HFPolicy(config.train_model, **hf_kw)
+        sampler = OpenAIServerPolicy(target, tokenizer=learner.tokenizer, max_new_tokens=config.max_new_tokens,
+                                     temperature=config.temperature)
+        return sampler, learner
+    from discoverygym.agents.policies.vllm_engine import VLLMPolicy
+
+    sampler = VLLMPolicy(target, max_new_tokens=config.max_new_tokens, temperature=config.temperature,
+                         max_lora_rank=config.lora_rank)
+    learner = HFPolicy(config.train_model or target, **hf_kw)
+    return sampler, learner
 
 
 @dataclass
@@ -165,22 +308,28 @@ class TrainResult:
 
 
 class Trainer:
-    """Online RL on one discovery env (TTT-Discover and its ablations; see the module docstring).
+    """Online RL on one discovery env for any learner (TTT-Discover and its ablations; module docstring).
 
     Args:
         config: hyper-parameters (:class:`TrainConfig`; see :data:`ABLATIONS`).
-        run_dir: run directory (``config.json``, ``metrics.jsonl``, ``best.json``, ``archive.json``,
-            TensorBoard events, ``checkpoints/``); ``None`` = nothing written (tests).
+        run_dir: run directory (``config.json``, ``metrics.jsonl``, ``samples.jsonl``, ``best.json``,
+            ``archive.json``, TensorBoard events, ``checkpoints/``); ``None`` = nothing written.
         initial: a construction to start from (``--init``; re-verified), else the env's seeded
             initial state.
         objective: a custom advantage function (the plug-in hook: any
             :class:`~discoverygym.agents.objectives.Objective`); default ``config.objective``.
         resume: continue the run stored in ``run_dir`` (its config must match the architecture).
         callback: called with each step's metrics (progress display).
+        learners: ``(sampler, learner)`` to use instead of :func:`build_learners` (custom learners,
+            tests); the same object twice when the learner samples itself.
+        env: an env to use instead of ``gym.make(config.env_id, action_mode=config.action_mode,
+            **config.env_kwargs)``.
 
     Raises:
         ValueError: unknown env id / objective / reuse rule / policy, or an invalid ``initial``.
+        FileExistsError: ``run_dir`` holds a run and ``resume`` is False.
         FileNotFoundError: ``resume`` without a checkpoint in ``run_dir``.
+        BackendUnavailable / ModelUnavailable: from an LLM backend (:func:`build_learners`).
     """
 
     def __init__(
@@ -191,92 +340,98 @@ class Trainer:
         objective: Objective | None = None,
         resume: bool = False,
         callback: Callable[[dict], None] | None = None,
+        *,
+        learners: tuple[Any, Any] | None = None,
+        env: gym.Env | None = None,
     ) -> None:
-        if config.env_id not in ENVS:
-            raise ValueError(f"unknown env {config.env_id!r}; run `discoverygym list`")
         self.config = config
         self.run_dir = Path(run_dir) if run_dir is not None else None
+        if self.run_dir is not None and not resume and (self.run_dir / "checkpoints" / "latest.json").exists():
+            raise FileExistsError(f"{self.run_dir} already holds a run; pass resume=True (--resume)")
         self.callback = callback
         self.objective = objective or make_objective(config.objective, **config.objective_kwargs)
-        self.env = DiscoveryEnv(ENVS[config.env_id], render_mode=None)
+        self.env = env if env is not None else make_train_env(config)
+        self.problem = self.env.unwrapped.problem
         _, info = self.env.reset(seed=config.seed)
-        start = info["state"]
+        start: State = info["state"]
         if initial is not None:
-            start = self.env.evaluate_construction(initial, id=start.id)
-            if not start.valid:
-                raise ValueError(f"the initial construction is invalid: {start.error}")
+            judged = self.env.unwrapped.evaluate(initial)
+            if not judged.valid:
+                raise ValueError(f"the initial construction is invalid: {judged.error}")
+            start = dataclasses.replace(judged, id=start.id)
         self.initial: State = start
         self.best: State = start
-        self.reuse = make_reuse(config.reuse, self.env, start, **config.reuse_kwargs)
+        self.reuse = make_reuse(config.reuse, self.env, start if start.valid else None,
+                                **config.reuse_kwargs)
         self.rng = np.random.default_rng(config.seed)
         torch.manual_seed(config.seed)
         if config.torch_threads:
             torch.set_num_threads(config.torch_threads)  # process-wide (torch has no per-module setting)
-        shape = np.shape(start.solution)
-        self.policy = make_trainable_policy(config.policy, shape, problem_name=self.env.problem.name,
-                                            **config.policy_kwargs)
-        self.reference = self.policy.reference()
-        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr,
-                                          betas=(config.adam_beta1, config.adam_beta2), eps=config.adam_eps)
+        self.sampler, self.learner = learners if learners is not None else build_learners(config, start, self.problem)
         self.step_index = 0
         self.history: list[dict] = []
         self._writer: Any = None
+        self._first_logged_step: int | None = None
+        self._tmp: str | None = None
         if resume:
             self._load_checkpoint()
         elif self.run_dir is not None:
-            if (self.run_dir / "checkpoints" / "latest.json").exists():
-                raise FileExistsError(f"{self.run_dir} already holds a run; pass resume=True (--resume)")
             self.run_dir.mkdir(parents=True, exist_ok=True)
             atomic_write_json(self.run_dir / "config.json", config.to_dict())
             self._write_best()
 
+    @property
+    def policy(self) -> Any:
+        """The trained policy: the learner's torch policy for numeric learners, else the learner."""
+        return getattr(self.learner, "policy", self.learner)
+
     # ------------------------------------------------------------------ the algorithm
     def train_step(self) -> dict:
-        """One step: rollouts → advantages → IS loss with KL shaping → Adam step. Returns metrics."""
+        """One step (module docstring, 1–6). Returns the step's metrics (:data:`METRICS`)."""
         cfg, t0 = self.config, time.perf_counter()
         # 1. start states (reuse rule), filled cyclically up to `groups`
         picks = self.reuse.select(cfg.groups)
         starts = [picks[i % len(picks)] for i in range(cfg.groups)]
-        contexts = [SamplingContext(parent=s, inspirations=(s,), problem=self.env.problem, step=self.step_index)
-                    for s in starts]
-        # 2. rollouts: sample, then evaluate each proposal in the env (recorded in the archive)
-        samples = self.policy.sample(contexts, cfg.group_size, self.rng)
+        contexts = [SamplingContext(parent=s, inspirations=(s,), problem=self.problem, action_mode=cfg.action_mode,
+                                    trajectory=g, step=self.step_index) for g, s in enumerate(starts)]
+        # 2. rollouts
+        samples = self.sampler.sample(contexts, cfg.group_size, self.rng)
         t_eval = time.perf_counter()
+        sample_s = t_eval - t0
+        # 3. evaluation, recorded in the archive in rollout order
         rewards = torch.zeros(cfg.groups, cfg.group_size, dtype=torch.float64)
-        n_valid = 0
-        for g, start in enumerate(starts):
-            for k, sample in enumerate(samples[g]):
-                self.reuse.reset(options={"state": start})
-                _, reward, _, _, info = self.reuse.step(sample.action)
-                rewards[g, k] = reward
-                child: State = info["state"]
-                n_valid += child.valid
-                if child.valid and child.reward > self.best.reward:
-                    self.best = child
+        n_valid = n_parsed = 0
+        errors: dict[str, int] = {}
+        for (g, k), child in zip(self._rollout_keys(samples), self._judge(starts, samples)):
+            sample = samples[g][k]
+            rewards[g, k] = child.reward
+            n_valid += child.valid
+            parse_error = getattr(sample, "parse_error", None)
+            n_parsed += parse_error is None
+            if not child.valid:
+                key = (parse_error or child.error or "invalid").split(":")[0][:60]
+                errors[key] = errors.get(key, 0) + 1
+            elif child.reward > self.best.reward:
+                self.best = child
         eval_s = time.perf_counter() - t_eval
-        # 3. advantages from the group rewards (the objective hook)
+        # 4. advantages from the group rewards (the objective hook)
         adv = self.objective(rewards)
         flat = [s for group in samples for s in group]
-        old_lp = torch.stack([s.logprob for s in flat])  # [B, T] behaviour log-probs
-        mask = torch.ones_like(old_lp, dtype=torch.bool)
         keep = adv.keep.repeat_interleave(cfg.group_size)  # [B] rollouts of kept groups
-        with torch.no_grad():
-            delta = old_lp - self.reference.token_logprobs(flat)  # Δ_t = log π_sampler − log π_ref
-        loss_value = 0.0
-        if cfg.train and bool(keep.any()):
-            # 4. token-level KL shaping, then the importance-sampling REINFORCE loss (summed)
-            a_tok = adv.adv.reshape(-1, 1).to(old_lp.dtype).expand_as(old_lp)
-            a_tok = kl_shaping(a_tok[keep], delta[keep], mask[keep], cfg.kl_coef)
-            new_lp = self.policy.token_logprobs([s for s, k in zip(flat, keep) if k])
-            loss = -(torch.exp(new_lp - old_lp[keep]) * a_tok).sum()
-            # 5. one Adam step per batch
-            self.optimizer.zero_grad()
-            loss.backward()
-            self.optimizer.step()
-            loss_value = float(loss.detach())
+        # 5. one update (the learner's loss: KL shaping + IS loss, one Adam step)
+        update: dict[str, float] = {"loss": 0.0, "kl": 0.0, "tokens": 0, "grad_norm": 0.0}
+        t_train = time.perf_counter()
+        if cfg.train and (bool(keep.any()) or cfg.update_on_constant):
+            if bool(keep.any()):
+                batch, batch_adv = [s for s, k in zip(flat, keep) if k], adv.adv.reshape(-1)[keep]
+            else:  # KL-only step (TrainConfig.update_on_constant)
+                batch, batch_adv = flat, torch.zeros(len(flat), dtype=torch.float64)
+            update = self.learner.train_step(batch, batch_adv, kl_coef=cfg.kl_coef)
+            self._sync_weights()
+        train_s = time.perf_counter() - t_train
         self.step_index += 1
-        step_s = time.perf_counter() - t0
         beta = adv.beta[adv.keep]
+        n_tokens = sum(len(getattr(s, "completion_ids", ())) for s in flat)
         metrics = {
             "step": self.step_index,
             "reward/max": float(rewards.max()), "reward/mean": float(rewards.mean()),
@@ -285,66 +440,161 @@ class Trainer:
             "beta/mean": float(beta.mean()) if beta.numel() and not beta.isnan().all() else None,
             **{f"beta/group_{g}": float(adv.beta[g]) for g in range(cfg.groups) if adv.keep[g]
                and not math.isnan(float(adv.beta[g]))},
-            "kl": float(delta.sum(-1).mean()), "loss": loss_value,
+            "kl": float(update["kl"]), "loss": float(update["loss"]), "grad_norm": float(update["grad_norm"]),
+            "train_tokens": int(update["tokens"]),
             "groups_kept": int(adv.keep.sum()), "valid_fraction": n_valid / rewards.numel(),
-            **{f"policy/{k}": v for k, v in self.policy.stats().items()},
+            "parsed_fraction": n_parsed / rewards.numel(),
+            **{f"policy/{k}": v for k, v in self.learner.stats().items()},
             "archive/size": len(self.reuse.archive),
-            "perf/evals_per_s": rewards.numel() / max(eval_s, 1e-9), "perf/step_time_s": step_s,
+            "perf/sample_s": sample_s, "perf/eval_s": eval_s, "perf/train_s": train_s,
+            "perf/evals_per_s": rewards.numel() / max(eval_s, 1e-9),
+            "perf/tokens_per_s": n_tokens / max(sample_s, 1e-9),
+            "perf/step_time_s": time.perf_counter() - t0,
+            "errors": errors,
         }
+        self._log_samples(flat, rewards.reshape(-1).tolist())
         return metrics
 
+    @staticmethod
+    def _rollout_keys(samples: list[list[Any]]) -> list[tuple[int, int]]:
+        return [(g, k) for g, group in enumerate(samples) for k in range(len(group))]
+
+    def _eval_workers(self) -> int:
+        if self.config.eval_workers:
+            return self.config.eval_workers
+        return available_cpus() if self.env.unwrapped.parallel_evaluate else 1
+
+    def _judge(self, starts: list[State], samples: list[list[Any]]) -> list[State]:
+        """Judge every sample's action against its start state; returns the children in rollout order.
+
+        With ``eval_workers`` > 1 the actions are judged at once in threads (each program in its own
+        sandbox process), each with a seed from the trainer's generator; the children are then
+        recorded through the reuse wrapper in rollout order, so the archive sees the same sequence
+        as with sequential evaluation.
+        """
+        keys = self._rollout_keys(samples)
+        workers = self._eval_workers()
+        env = self.env.unwrapped
+        if workers <= 1:
+            children = []
+            for g, k in keys:
+                self.reuse.reset(options={"state": starts[g]})
+                _, _, _, _, info = self.reuse.step(samples[g][k].action)
+                children.append(info["state"])
+            return children
+        from concurrent.futures import ThreadPoolExecutor
+
+        seeds = [int(self.rng.integers(2**31 - 1)) for _ in keys]
+        with ThreadPoolExecutor(max_workers=min(workers, len(keys))) as pool:
+            futures = [pool.submit(env.evaluate, samples[g][k].action, parent=starts[g], seed=seed)
+                       for (g, k), seed in zip(keys, seeds)]
+            judged = [f.result() for f in futures]
+        children = []
+        for (g, _), child in zip(keys, judged):
+            children.append(self.reuse.record(child, parent=starts[g]))
+        return children
+
+    def _sync_weights(self) -> None:
+        """Load the learner's new adapter into a separate sampler (server / engine) under a new name."""
+        if self.sampler is self.learner:
+            return
+        if self.run_dir is not None:
+            root = self.run_dir / "adapters"
+        else:
+            if self._tmp is None:
+                self._tmp = tempfile.mkdtemp(prefix="dg-adapters-")
+            root = Path(self._tmp)
+        path = root / f"step_{self.step_index + 1:06d}"
+        self.learner.save_adapter(path)
+        self.sampler.load_adapter(path, name=f"step-{self.step_index + 1}")
+
     def run(self) -> TrainResult:
-        """Train until ``config.steps`` (or the wall budget), logging and checkpointing each step."""
-        t0 = time.perf_counter()
-        run_steps(self)
+        """Train until ``config.steps`` (or the wall budget), logging and checkpointing each step.
+
+        Steps stop when ``config.steps`` are done or the next step would exceed ``config.budget_s``
+        (seconds, judged by the last step's time); the TensorBoard writer is always closed.
+        """
+        t0, last = time.perf_counter(), 0.0
+        try:
+            while self.step_index < self.config.steps:
+                if self.config.budget_s is not None and time.perf_counter() - t0 + last > self.config.budget_s:
+                    break
+                metrics = self.train_step()
+                last = metrics["perf/step_time_s"]
+                self.history.append(metrics)
+                self._log(metrics)
+                if self.callback is not None:
+                    self.callback(metrics)
+                if self.run_dir is not None and (self.step_index % self.config.checkpoint_every == 0
+                                                 or self.step_index == self.config.steps):
+                    self._save_checkpoint()
+        finally:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
+            if self._tmp is not None:
+                shutil.rmtree(self._tmp, ignore_errors=True)
+                self._tmp = None
         if self.run_dir is not None:
             self.reuse.close_batch()
             self.reuse.archive.save(self.run_dir / "archive.json")
         return TrainResult(self.best, self.initial, self.step_index, self.history, time.perf_counter() - t0)
 
     # ------------------------------------------------------------------ logging
-    def _tb(self) -> Any:
+    def _tb(self, step: int) -> Any:
+        """The TensorBoard writer; on resume it purges events from ``step`` on (the first step this
+        process logs), which a killed run may have written after its last checkpoint."""
         if self._writer is None and self.run_dir is not None:
             from tensorboardX import SummaryWriter
 
-            self._writer = SummaryWriter(logdir=str(self.run_dir), purge_step=self.step_index or None)
+            self._writer = SummaryWriter(logdir=str(self.run_dir), purge_step=step if step > 1 else None)
         return self._writer
 
     def _log(self, metrics: dict) -> None:
         if self.run_dir is None:
             return
-        writer, step = self._tb(), metrics["step"]
+        step = metrics["step"]
+        writer = self._tb(step)
         for tag, value in metrics.items():
-            if tag != "step" and value is not None:
+            if tag not in ("step", "errors") and isinstance(value, (int, float)) and math.isfinite(value):
                 writer.add_scalar(tag, float(value), step)
         every = self.config.image_every
-        if every and (step % every == 0 or step == 1):
-            image = self.env.problem.render(np.asarray(self.best.solution, dtype=np.float64), 256)
+        if every and (step % every == 0 or step == 1) and self.best.solution is not None:
+            image = self.env.unwrapped.picture(self.best, 256)
             writer.add_image("best_construction", np.asarray(image, dtype=np.uint8), step, dataformats="HWC")
+        writer.flush()
         with open(self.run_dir / "metrics.jsonl", "a") as fh:
             fh.write(json.dumps(metrics) + "\n")
         self._write_best()
+
+    def _log_samples(self, flat: list, rewards: list[float]) -> None:
+        """The first ``log_samples`` LLM responses of the step into ``samples.jsonl`` (text samples only)."""
+        if self.run_dir is None or not self.config.log_samples or not flat or getattr(flat[0], "text", None) is None:
+            return
+        with open(self.run_dir / "samples.jsonl", "a") as fh:
+            fh.writelines(json.dumps({"step": self.step_index, "reward": r, "parse_error": s.parse_error,
+                                      "finish_reason": s.finish_reason, "text": s.text[-4000:]}) + "\n"
+                          for s, r in list(zip(flat, rewards))[: self.config.log_samples])
 
     def _write_best(self) -> None:
         if self.run_dir is None:
             return
         data = {"env_id": self.config.env_id, "score": self.best.score, "reward": self.best.reward,
-                "step": self.step_index, "sota": self.env.problem.sota, "initial_score": self.initial.score,
-                "state": self.best.to_dict(), "construction": self.best.solution}
+                "step": self.step_index, "sota": dict(self.problem.sota), "initial_score": self.initial.score,
+                "state": self.best.to_dict(), "construction": self.best.solution, "program": self.best.code}
         atomic_write_json(self.run_dir / "best.json", data, fsync=False)
 
     # ------------------------------------------------------------------ checkpoints
     def _save_checkpoint(self) -> None:
-        """``checkpoints/step_NNNNNN/`` (policy + optimizer + archive + generators), then
-        ``checkpoints/latest.json`` atomically; older step directories are removed."""
+        """``checkpoints/step_NNNNNN/`` (learner, archive, generators), then ``checkpoints/latest.json``
+        atomically; older step directories are removed."""
         assert self.run_dir is not None
         root = self.run_dir / "checkpoints"
         name = f"step_{self.step_index:06d}"
         tmp = root / f".{name}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        torch.save({"policy": self.policy.state_dict(), "reference": self.reference.state_dict(),
-                    "optimizer": self.optimizer.state_dict()}, tmp / "model.pt")
+        self.learner.save_checkpoint(tmp / "learner")
         self.reuse.save(tmp)
         atomic_write_json(tmp / "trainer.json", {
             "step": self.step_index, "rng": self.rng.bit_generator.state, "best": self.best.to_dict(),
@@ -358,10 +608,9 @@ class Trainer:
         if not latest.exists():
             raise FileNotFoundError(f"no checkpoint in {self.run_dir} to resume from")
         where = self.run_dir / "checkpoints" / json.loads(latest.read_text())["dir"]
-        model = torch.load(where / "model.pt", weights_only=True)
-        self.policy.load_state_dict(model["policy"])
-        self.reference.load_state_dict(model["reference"])
-        self.optimizer.load_state_dict(model["optimizer"])
+        self.learner.load_checkpoint(where / "learner")
+        if self.sampler is not self.learner:
+            self.sampler.load_adapter(where / "learner" / "adapter", name=f"resume-{where.name}")
         self.reuse.load(where)
         state = json.loads((where / "trainer.json").read_text())
         self.step_index = state["step"]
@@ -369,8 +618,47 @@ class Trainer:
         self.best = State.from_dict(state["best"])
         self.initial = State.from_dict(state["initial"])
         self.history = state["history"]
-        metrics = self.run_dir / "metrics.jsonl"  # drop lines logged after the checkpoint
-        metrics.write_text("".join(json.dumps(m) + "\n" for m in self.history))
+        # drop what a killed run logged after its checkpoint (the resumed run logs those steps again)
+        (self.run_dir / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in self.history))
+        truncate_jsonl(self.run_dir / "samples.jsonl", self.step_index)
+
+
+def make_train_env(config: TrainConfig) -> gym.Env:
+    """The env of a run: ``gym.make(env_id, action_mode=..., **env_kwargs)`` without a render mode.
+
+    Raises:
+        ValueError: an env id that is not registered (the message points to ``discoverygym list``).
+    """
+    try:
+        return gym.make(config.env_id, action_mode=config.action_mode, **config.env_kwargs)
+    except gym.error.Error as exc:
+        raise ValueError(f"unknown env {config.env_id!r}; run `discoverygym list` ({exc})") from None
+
+
+def truncate_jsonl(path: Path, step: int) -> None:
+    """Drop records of ``path`` (JSON lines with a ``step`` field) after ``step``, and a torn last line.
+
+    Records carry the 1-based step of their metrics, so a checkpoint after ``step`` steps keeps
+    records with ``record["step"] <= step``. The file is replaced atomically; a missing file is
+    left missing.
+    """
+    if not path.exists():
+        return
+    kept, changed = [], False
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            try:
+                keep = line.endswith("\n") and int(json.loads(line)["step"]) <= step
+            except (ValueError, TypeError, KeyError):
+                keep = False
+            if keep:
+                kept.append(line)
+            else:
+                changed = True
+    if changed:
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("".join(kept), encoding="utf-8")
+        os.replace(tmp, path)
 
 
 def publish_checkpoint(root: Path, tmp: Path, name: str, step: int) -> None:
@@ -387,32 +675,9 @@ def publish_checkpoint(root: Path, tmp: Path, name: str, step: int) -> None:
             shutil.rmtree(old, ignore_errors=True)
 
 
-def run_steps(trainer: Any) -> None:
-    """The step loop shared by :class:`Trainer` and the LLM trainer.
 
-    Runs ``trainer.train_step()`` until ``config.steps`` steps are done or the next step would
-    exceed ``config.budget_s`` (seconds, judged by the last step's time); logs each step's metrics,
-    calls ``trainer.callback``, checkpoints every ``config.checkpoint_every`` steps and at the end,
-    and always closes the TensorBoard writer.
-    """
-    cfg, t0, last = trainer.config, time.perf_counter(), 0.0
-    try:
-        while trainer.step_index < cfg.steps:
-            if cfg.budget_s is not None and time.perf_counter() - t0 + last > cfg.budget_s:
-                break
-            metrics = trainer.train_step()
-            last = metrics["perf/step_time_s"]
-            trainer.history.append(metrics)
-            trainer._log(metrics)
-            if trainer.callback is not None:
-                trainer.callback(metrics)
-            if trainer.run_dir is not None and (trainer.step_index % cfg.checkpoint_every == 0
-                                                or trainer.step_index == cfg.steps):
-                trainer._save_checkpoint()
-    finally:
-        if trainer._writer is not None:
-            trainer._writer.close()
-            trainer._writer = None
+#: Trainer arguments that the thin configs pass through (the rest are TrainConfig fields).
+_TRAINER_ARGS = ("initial", "resume", "callback", "objective", "learners", "env")
 
 
 class TTTDiscover(Trainer):
@@ -424,7 +689,7 @@ class TTTDiscover(Trainer):
     """
 
     def __init__(self, env_id: str, run_dir: str | os.PathLike | None = None, **kwargs: Any) -> None:
-        trainer_kw = {k: kwargs.pop(k) for k in ("initial", "resume", "callback", "objective") if k in kwargs}
+        trainer_kw = {k: kwargs.pop(k) for k in _TRAINER_ARGS if k in kwargs}
         super().__init__(ablation_config("full", env_id=env_id, **kwargs), run_dir, **trainer_kw)
 
 
@@ -435,7 +700,7 @@ class NaiveRL(Trainer):
     """
 
     def __init__(self, env_id: str, run_dir: str | os.PathLike | None = None, **kwargs: Any) -> None:
-        trainer_kw = {k: kwargs.pop(k) for k in ("initial", "resume", "callback", "objective") if k in kwargs}
+        trainer_kw = {k: kwargs.pop(k) for k in _TRAINER_ARGS if k in kwargs}
         super().__init__(ablation_config("naive-rl", env_id=env_id, **kwargs), run_dir, **trainer_kw)
 
 

@@ -31,8 +31,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from discoverygym.agents.policies import SamplingContext
 from discoverygym.agents.policies.polish import get_polisher
+from discoverygym.policy import SamplingContext
 
 __all__ = ["GaussianPolicy", "PolicySample"]
 

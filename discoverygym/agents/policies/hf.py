@@ -354,7 +354,7 @@ class HFPolicy:
 
     def logprob(self, contexts: Any, samples: Sequence[LLMSample]) -> Any:
         """Differentiable ``[B]`` sequence log-probs (sum over action tokens)."""
-        from discoverygym.agents.llm_update import pad_behaviour
+        from discoverygym.agents.losses import pad_behaviour
 
         _, mask = pad_behaviour(samples)
         lp = self.token_logprobs(samples)
@@ -376,7 +376,7 @@ class HFPolicy:
             ``{"loss", "kl", "tokens", "grad_norm"}`` (``kl`` = mean Δ per action token).
         """
         torch, _, _ = _imports()
-        from discoverygym.agents.llm_update import importance_sampling_loss, pad_behaviour, token_advantages
+        from discoverygym.agents.losses import importance_sampling_loss, pad_behaviour, token_advantages
 
         if not samples:
             return {"loss": 0.0, "kl": 0.0, "tokens": 0, "grad_norm": 0.0}

@@ -23,6 +23,7 @@ from typing import Any
 
 from discoverygym import errors
 from discoverygym.agents.prompts import ResponseError, build_messages, failed_program, parse_response
+from discoverygym.policy import LLM_BACKENDS, LLM_SPECS, is_llm_spec, split_spec
 
 __all__ = [
     "BACKENDS",
@@ -36,16 +37,8 @@ __all__ = [
     "split_spec",
 ]
 
-#: backend prefix of a ``--policy`` spec -> "module:Class".
-BACKENDS: dict[str, str] = {
-    "hf": "discoverygym.agents.policies.hf:HFPolicy",
-    "openai": "discoverygym.agents.policies.openai_server:OpenAIServerPolicy",
-    "vllm": "discoverygym.agents.policies.vllm_engine:VLLMPolicy",
-    "tinker": "discoverygym.agents.policies.tinker_policy:TinkerPolicy",
-}
-
-#: the LLM spec forms, for error messages and help texts.
-LLM_SPECS = "hf:PATH_OR_ID, openai:URL, vllm:MODEL, tinker:MODEL"
+#: backend prefix of a ``--policy`` spec -> "module:Class" (the ground-floor registry).
+BACKENDS = LLM_BACKENDS
 
 
 class BackendUnavailable(errors.BackendUnavailable, ImportError):
@@ -55,25 +48,6 @@ class BackendUnavailable(errors.BackendUnavailable, ImportError):
 
 class ModelUnavailable(OSError):
     """A model could not be loaded: not a local directory and not obtainable from the hub."""
-
-
-def split_spec(spec: str) -> tuple[str, str]:
-    """``"hf:path/or/id"`` -> ``("hf", "path/or/id")``.
-
-    Raises:
-        ValueError: no known backend prefix, or nothing after the colon.
-    """
-    backend, sep, target = spec.partition(":")
-    if not sep or backend not in BACKENDS:
-        raise ValueError(f"LLM policy spec must be one of {LLM_SPECS}; got {spec!r}")
-    if not target:
-        raise ValueError(f"LLM policy spec {spec!r} names no model/URL after '{backend}:'")
-    return backend, target
-
-
-def is_llm_spec(spec: str) -> bool:
-    """Whether ``spec`` names an LLM backend (``hf:``, ``openai:``, ``vllm:``, ``tinker:``)."""
-    return isinstance(spec, str) and spec.partition(":")[0] in BACKENDS and ":" in spec
 
 
 @dataclass

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from discoverygym.agents.policies import SamplingContext
+from discoverygym.policy import SamplingContext
 
 __all__ = ["GaussianMutation", "MutationConfig"]
 

@@ -220,7 +220,7 @@ class TinkerPolicy:
         """KL-shaped ``importance_sampling`` forward-backward + one Adam step, then a new sampler."""
         import torch
 
-        from discoverygym.agents.llm_update import pad_behaviour, token_advantages
+        from discoverygym.agents.losses import pad_behaviour, token_advantages
 
         types = _types()
         old_lp, mask = pad_behaviour(samples)

@@ -1,8 +1,9 @@
-"""The TTT-Discover update for LLM policies, as tensors: padding, KL-shaped token advantages, IS loss.
+"""The one TTT-Discover loss, as tensors: padding, KL-shaped token advantages, IS loss.
 
-Shared by every trainable backend (:class:`~discoverygym.agents.policies.hf.HFPolicy` computes the
-loss locally; :class:`~discoverygym.agents.policies.tinker_policy.TinkerPolicy` sends the shaped
-advantages to the service). Source: TTT-Discover App. A and its code ``rl/train.py``
+Shared by every learner: the numeric :class:`~discoverygym.agents.learner.NumericLearner` (a
+"token" is one action unit of the construction) and :class:`~discoverygym.agents.policies.hf.HFPolicy`
+compute the loss locally; :class:`~discoverygym.agents.policies.tinker_policy.TinkerPolicy` sends
+the shaped advantages to the service. Source: TTT-Discover App. A and its code ``rl/train.py``
 (docs/algorithms.md, "KL shaping and loss"):
 
 * ``Δ_t = log π_sampler(a_t) − log π_base(a_t)`` over action tokens (the base model = the policy
@@ -59,14 +60,15 @@ def token_advantages(adv: torch.Tensor, old_lp: torch.Tensor, base_lp: torch.Ten
         old_lp: ``[B, T]`` behaviour log-probs; base_lp: ``[B, T]`` base-model log-probs.
         mask: ``[B, T]`` bool action tokens.
         kl_coef: λ (0.1 in the paper, 0.01 for AtCoder; 0 disables).
-        noise: ``|Δ_t|`` at or below this counts as 0 (:data:`DELTA_NOISE`).
+        noise: ``|Δ_t|`` at or below this counts as 0 (:data:`DELTA_NOISE`; 0 for float64
+            numeric policies, whose log-probs carry no sampling-path rounding).
 
     Returns:
-        ``(A_t [B, T] float32, Δ [B, T] float32)``, both 0 outside ``mask``.
+        ``(A_t [B, T], Δ [B, T])`` in ``old_lp``'s dtype, both 0 outside ``mask``.
     """
     diff = old_lp - base_lp
     delta = torch.where(mask & (diff.abs() > noise), diff, torch.zeros_like(diff))
-    a_tok = adv.to(torch.float32).reshape(-1, 1).expand_as(old_lp).clone()
+    a_tok = adv.to(old_lp.dtype).reshape(-1, 1).expand_as(old_lp).clone()
     a_tok = kl_shaping(a_tok, delta, mask, kl_coef)
     return torch.where(mask, a_tok, torch.zeros_like(a_tok)), delta
 

@@ -1,0 +1,100 @@
+"""Ground-floor helpers for run directories: atomic JSON writes and the CPUs this process may use.
+
+Every layer that writes a run directory (search archives, trainers, IRFT rounds) writes through
+:func:`atomic_write_json`, so a kill at any moment leaves either the old file or the new one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+__all__ = ["RUN_KINDS", "atomic_write_json", "available_cpus", "run_kind"]
+
+
+def atomic_write_json(path: str | os.PathLike, data: Any, fsync: bool = True) -> None:
+    """Write ``data`` as JSON to ``path`` atomically (temporary file in the same folder, ``os.replace``).
+
+    A reader sees either the old file or the new one, never a partial write, even if the process
+    is killed mid-write. ``fsync`` (default) also makes the new content survive an OS crash.
+    Non-finite floats are written as ``NaN`` / ``Infinity`` (``allow_nan``). Missing parent
+    folders are created.
+
+    Raises:
+        OSError: the folder cannot be written (full disk, permissions); the old file is kept and
+            the temporary file removed.
+        TypeError / ValueError: ``data`` is not JSON-serialisable (nothing is replaced).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.chmod(tmp, 0o644)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, allow_nan=True)
+            fh.flush()
+            if fsync:
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on (affinity-aware on Linux, ``os.cpu_count()`` elsewhere), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+#: the kinds of run directory: ``discoverygym train``, ``search`` and ``post-train`` write their kind
+#: into ``config.json`` under the key ``"kind"``.
+RUN_KINDS = ("train", "search", "post-train")
+
+
+def run_kind(run_dir: str | os.PathLike) -> str | None:
+    """What ``run_dir`` holds: ``"train"``, ``"search"``, ``"post-train"``, ``"other"`` or ``None``.
+
+    The one reader of run-directory kinds. ``config.json``'s ``"kind"`` decides; directories
+    written before runs recorded their kind are recognised by their files (search: ``C``/``L``/``K``
+    in the config or ``archive.jsonl``; post-train: ``problems`` in the config, ``rounds/``,
+    ``buffer.jsonl`` or ``state.json``; train: ``groups``/``group_size`` in the config or
+    ``checkpoints/latest.json``). ``"other"``: a ``config.json`` that is none of these (unreadable,
+    not an object, unknown kind). ``None``: no run (absent path, a file, or a folder without any
+    of these files).
+    """
+    d = Path(run_dir)
+    if not d.is_dir():
+        return None
+    path = d / "config.json"
+    if path.is_file():
+        try:
+            cfg = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return "other"
+        if not isinstance(cfg, dict):
+            return "other"
+        if "kind" in cfg:
+            return cfg["kind"] if cfg["kind"] in RUN_KINDS else "other"
+        if {"C", "L", "K"} <= cfg.keys():
+            return "search"
+        if "problems" in cfg:
+            return "post-train"
+        if {"groups", "group_size"} <= cfg.keys():
+            return "train"
+        return "other"
+    if (d / "rounds").is_dir() or (d / "buffer.jsonl").exists() or (d / "state.json").exists():
+        return "post-train"
+    if (d / "archive.jsonl").exists():
+        return "search"
+    if (d / "checkpoints" / "latest.json").exists():
+        return "train"
+    return None

@@ -1,0 +1,179 @@
+"""The policy contract, on the ground floor: what search and agents both speak to, and one registry.
+
+A **policy** proposes ``n`` actions per sampling context::
+
+    class Policy(Protocol):
+        name: str
+        def sample(self, contexts: Sequence[SamplingContext], n: int,
+                   rng: np.random.Generator) -> list[list[Any]]: ...
+
+``sample`` returns, for each context, ``n`` actions: a construction (array/list) in
+``action_mode="construction"``, program text in ``action_mode="code"``, or any object with an
+``action`` attribute holding one (a sample that also carries token ids and log-probs). All
+randomness must come from ``rng`` so that seeded searches and training runs repeat exactly. A
+policy may declare ``action_modes`` (e.g. ``("construction",)``); runners refuse to run it with
+an env in another action mode.
+
+**One registry** serves ``discoverygym search --policy`` and ``discoverygym train --policy``:
+names map to ``"module:attr"`` factories imported lazily (the plug-in pattern of Gymnasium's
+``entry_point`` strings, so this module imports nothing above it), and LLM policies are named by a
+spec ``backend:target`` (``hf:PATH_OR_ID``, ``openai:URL``, ``vllm:MODEL``, ``tinker:MODEL``).
+A factory that declares a ``shape`` or ``problem_name`` parameter receives the construction's
+shape and the problem's name from the runner (the numeric Gaussian policy needs both).
+
+Source of the shapes: docs/architecture.md ("Agent contract"); TES / OpenEvolve's split of the
+proposer from the search loop.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from discoverygym.types import State
+
+__all__ = [
+    "LLM_BACKENDS",
+    "LLM_SPECS",
+    "POLICIES",
+    "Policy",
+    "SamplingContext",
+    "is_llm_spec",
+    "make_policy",
+    "policy_factory",
+    "register_policy",
+    "split_spec",
+]
+
+
+@dataclass(frozen=True)
+class SamplingContext:
+    """What a policy sees for one prompt.
+
+    Attributes:
+        parent: the state to improve (the first inspiration).
+        inspirations: every state shown in the prompt, parent first (TES: several inspirations).
+        problem: the problem (statement, direction, record...; :class:`discoverygym.types.ProblemLike`).
+        action_mode: ``"construction"`` or ``"code"``.
+        trajectory: index of the search trajectory or training group (0-based).
+        step: index of the step within the trajectory, or the training step (0-based).
+    """
+
+    parent: State
+    inspirations: tuple[State, ...]
+    problem: Any
+    action_mode: str = "construction"
+    trajectory: int = 0
+    step: int = 0
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Anything that can propose ``n`` actions per sampling context (see the module docstring)."""
+
+    name: str
+
+    def sample(self, contexts: Sequence[SamplingContext], n: int, rng: np.random.Generator) -> list[list[Any]]:
+        """``n`` actions for each context, as a list (one entry per context) of lists."""
+
+
+#: policy name -> "module:attr" of its factory (imported lazily).
+POLICIES: dict[str, str] = {
+    "mutation": "discoverygym.agents.policies.mutation:GaussianMutation",
+    "gaussian": "discoverygym.agents.policies.gaussian:GaussianPolicy",
+}
+
+#: backend prefix of an LLM ``--policy`` spec -> "module:Class" (imported lazily).
+LLM_BACKENDS: dict[str, str] = {
+    "hf": "discoverygym.agents.policies.hf:HFPolicy",
+    "openai": "discoverygym.agents.policies.openai_server:OpenAIServerPolicy",
+    "vllm": "discoverygym.agents.policies.vllm_engine:VLLMPolicy",
+    "tinker": "discoverygym.agents.policies.tinker_policy:TinkerPolicy",
+}
+
+#: the LLM spec forms, for error messages and help texts.
+LLM_SPECS = "hf:PATH_OR_ID, openai:URL, vllm:MODEL, tinker:MODEL"
+
+
+def register_policy(name: str, target: str | Callable[..., Policy]) -> None:
+    """Register a policy factory under ``name``: ``"package.module:Factory"`` or the callable itself.
+
+    Raises:
+        ValueError: ``name`` looks like an LLM spec (contains ``:``) or is empty.
+    """
+    if not name or ":" in name:
+        raise ValueError(f"policy names must be non-empty and contain no ':', got {name!r}")
+    POLICIES[name] = target  # type: ignore[assignment]
+
+
+def split_spec(spec: str) -> tuple[str, str]:
+    """``"hf:path/or/id"`` -> ``("hf", "path/or/id")``.
+
+    Raises:
+        ValueError: no known backend prefix, or nothing after the colon.
+    """
+    backend, sep, target = spec.partition(":")
+    if not sep or backend not in LLM_BACKENDS:
+        raise ValueError(f"LLM policy spec must be one of {LLM_SPECS}; got {spec!r}")
+    if not target:
+        raise ValueError(f"LLM policy spec {spec!r} names no model/URL after '{backend}:'")
+    return backend, target
+
+
+def is_llm_spec(spec: Any) -> bool:
+    """Whether ``spec`` names an LLM backend (``hf:``, ``openai:``, ``vllm:``, ``tinker:``)."""
+    return isinstance(spec, str) and ":" in spec and spec.partition(":")[0] in LLM_BACKENDS
+
+
+def _resolve(target: str | Callable) -> Callable:
+    if callable(target):
+        return target
+    module, attr = target.split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def policy_factory(name: str) -> Callable[..., Policy]:
+    """The factory (class or function) of a registered policy or an LLM spec, imported, not called.
+
+    Raises:
+        ValueError: neither a registered name nor an LLM spec (the message lists both forms).
+    """
+    if is_llm_spec(name):
+        return _resolve(LLM_BACKENDS[split_spec(name)[0]])
+    if name not in POLICIES:
+        raise ValueError(f"unknown policy {name!r}; registered: {', '.join(sorted(POLICIES))}, "
+                         f"or an LLM: {LLM_SPECS}")
+    return _resolve(POLICIES[name])
+
+
+def make_policy(name: str, *, shape: Sequence[int] | None = None, problem_name: str | None = None,
+                **kwargs: Any) -> Policy:
+    """Build a registered policy, or an LLM policy from a spec ``backend:target``.
+
+    Args:
+        name: a key of :data:`POLICIES` or an LLM spec.
+        shape: the construction's shape, passed to factories that declare ``shape``.
+        problem_name: the problem's name, passed to factories that declare ``problem_name`` (and
+            not already given in ``kwargs``).
+        **kwargs: the policy's own arguments (``--policy-kwargs``).
+
+    Raises:
+        ValueError: unknown name; a factory that needs ``shape`` when none is known.
+        BackendUnavailable / ModelUnavailable: an LLM backend's library or model is missing.
+    """
+    factory = policy_factory(name)
+    if is_llm_spec(name):
+        return factory(split_spec(name)[1], **kwargs)
+    params = inspect.signature(factory).parameters
+    if "shape" in params and "shape" not in kwargs:
+        if shape is None:
+            raise ValueError(f"policy {name!r} needs the construction's shape (it proposes constructions)")
+        kwargs["shape"] = tuple(shape)
+    if "problem_name" in params and problem_name is not None:
+        kwargs.setdefault("problem_name", problem_name)
+    return factory(**kwargs)
