@@ -115,7 +115,7 @@ class TrainConfig:
     # (A = 0): the adapter is pulled toward the base model. None: True for LLMs, False for numeric.
     update_on_constant: bool | None = None
     # actions judged at once (threads; each sandbox is its own process). 0 = auto: all CPUs when the
-    # env's evaluations are thread-safe sandboxed runs (code on math envs), else 1.
+    # env's evaluations are thread-safe programs (env.unwrapped.thread_safe_evaluate, code), else 1.
     eval_workers: int = 0
     env_kwargs: dict = field(default_factory=dict)  # env / task options (n_cases, dataset, device...)
     log_samples: int = 4  # LLM responses per step written to samples.jsonl (0 = none)
@@ -462,7 +462,8 @@ class Trainer:
     def _eval_workers(self) -> int:
         if self.config.eval_workers:
             return self.config.eval_workers
-        return available_cpus() if self.env.unwrapped.parallel_evaluate else 1
+        env = self.env.unwrapped  # threads pay off only when each evaluation is its own process
+        return available_cpus() if env.thread_safe_evaluate and env.action_kind == "code" else 1
 
     def _judge(self, starts: list[State], samples: list[list[Any]]) -> list[State]:
         """Judge every sample's action against its start state; returns the children in rollout order.
