@@ -18,7 +18,14 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from discoverygym.rewards.ahc.cases import Case, CaseResult, JudgeReport, ScoringRules, parse_case, score_case_output
+from discoverygym.rewards.ahc.cases import (
+    Case,
+    CaseResult,
+    JudgeReport,
+    ScoringRules,
+    parse_case,
+    score_case_output,
+)
 from discoverygym.sandbox._process import remove_tree
 from discoverygym.sandbox.native import CPP_FLAGS, NativeLimits, compile_cpp, run_executable
 

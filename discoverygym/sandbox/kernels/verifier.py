@@ -17,7 +17,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from discoverygym.sandbox.kernels.common import PARTS, VERDICT_PREFIX, failure_result, plan, problem_functions, require_device
+from discoverygym.sandbox.kernels.common import (
+    PARTS,
+    VERDICT_PREFIX,
+    failure_result,
+    plan,
+    problem_functions,
+    require_device,
+)
 from discoverygym.sandbox.probes import libc, prctl
 
 __all__ = ["main", "make_undumpable"]
