@@ -15,6 +15,7 @@ from discoverygym import cli
 from discoverygym.envs import ahc as ahc_env
 from discoverygym.rewards.ahc import ahc039, ahc058
 
+
 def _native_confinement() -> bool:
     from discoverygym.sandbox.native import native_bwrap_available, native_landlock_available
 

@@ -230,8 +230,8 @@ IN_PROCESS_PATCHES = {
 
 @pytest.mark.parametrize("name", sorted(IN_PROCESS_PATCHES))
 def test_patching_the_comparison_in_the_candidate_process_cannot_pass(name, tmp_path):
-    from discoverygym.sandbox.kernels.launcher import run_stage
     from discoverygym.rewards.kernels.static_checks import violations
+    from discoverygym.sandbox.kernels.launcher import run_stage
 
     source = IN_PROCESS_PATCHES[name] + _ZEROS
     assert violations(source), "the static checks refuse it too; here the verifier must as well"
