@@ -22,7 +22,8 @@ from rich.console import Console
 from rich.table import Table
 
 from discoverygym.rewards.ahc import ahc039, ahc058
-from discoverygym.rewards.ahc.judge import Case, available_cpus, judge_program
+from discoverygym.rewards.ahc.cases import Case
+from discoverygym.sandbox.ahc_judge import available_cpus, judge_program
 
 SPIN = """
 #include <chrono>

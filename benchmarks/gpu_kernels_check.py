@@ -33,7 +33,7 @@ import time
 import warnings
 
 from discoverygym.envs.kernels import _EXAMPLES, make_mla_decode, make_trimul
-from discoverygym.rewards.kernels.runner import new_workdir, remove_workdir, run_stage
+from discoverygym.sandbox.kernels.launcher import new_workdir, remove_workdir, run_stage
 
 #: part 4: a wrong kernel that patches the comparison operator in its own process.
 PATCHED_WRONG = (

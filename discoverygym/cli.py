@@ -24,7 +24,7 @@ from discoverygym.agents import irft_cli
 from discoverygym.envs.base import DiscoveryEnv
 from discoverygym.envs.registry import ENVS, PROGRAM_TASKS, is_program_env, make_env, make_task
 from discoverygym.errors import BackendUnavailable
-from discoverygym.rewards.sandbox import SandboxLimits
+from discoverygym.sandbox.python import SandboxLimits
 from discoverygym.search import cli as search_cli
 from discoverygym.types import State
 

@@ -15,8 +15,9 @@ from discoverygym import cli
 from discoverygym.envs import ahc as ahc_env
 from discoverygym.rewards.ahc import ahc039, ahc058
 
+
 def _native_confinement() -> bool:
-    from discoverygym.rewards.native_sandbox import native_bwrap_available, native_landlock_available
+    from discoverygym.sandbox.native import native_bwrap_available, native_landlock_available
 
     return native_bwrap_available() or native_landlock_available()
 
@@ -131,7 +132,7 @@ BAD_INPUTS = [("hello", "'hello' is not a non-negative integer"), (b"\xff\xfe", 
 def test_bad_case_files_are_refused_before_compiling(tmp_path, monkeypatch, capsys, content, problem):
     path = tmp_path / "a.txt"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
-    from discoverygym.rewards.ahc import judge
+    from discoverygym.sandbox import ahc_judge as judge
 
     def no_compile(*args, **kwargs):
         raise AssertionError("compiled before the cases were checked")
@@ -159,7 +160,8 @@ def test_factory_validates_option_types_and_ranges(options, error):
 
 
 def test_judge_refuses_bad_inputs_and_workers_up_front():
-    from discoverygym.rewards.ahc.judge import Case, judge_program
+    from discoverygym.rewards.ahc.cases import Case
+    from discoverygym.sandbox.ahc_judge import judge_program
 
     with pytest.raises(ValueError, match="case x: AHC058 input is truncated"):
         judge_program("int main(){}", [Case("x", "10 4 500 1\n1 2 3\n")], ahc058)

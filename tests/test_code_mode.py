@@ -11,7 +11,7 @@ import pytest
 import discoverygym
 import discoverygym.rewards.circle_packing as cp_module
 from discoverygym.cli import EXAMPLES, example_path, main
-from discoverygym.rewards.sandbox import SandboxLimits
+from discoverygym.sandbox.python import SandboxLimits
 
 LIMITS = SandboxLimits(timeout_s=20.0, memory_mb=2048)
 

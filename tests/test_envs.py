@@ -11,7 +11,7 @@ from gymnasium.utils.env_checker import check_env
 
 import discoverygym
 from discoverygym import State
-from discoverygym.rewards.sandbox import SandboxLimits
+from discoverygym.sandbox.python import SandboxLimits
 
 ENV_IDS = list(discoverygym.ENVS)
 FAST_SANDBOX = SandboxLimits(timeout_s=20.0, memory_mb=2048)

@@ -97,7 +97,7 @@ def test_timeout_kills_the_candidate():
 
 def test_runner_detects_patched_harness_functions(tmp_path):
     # bypass the static checks to exercise the runner's own identity check
-    from discoverygym.rewards.kernels.runner import run_stage
+    from discoverygym.sandbox.kernels.launcher import run_stage
 
     source = BASELINE.replace(
         "import torch\n", "import torch\n_mm = torch.matmul\ntorch.matmul = lambda a, b: _mm(a, b)\n", 1
@@ -145,7 +145,7 @@ def _time_job(n_repeats: int = 5) -> dict:
 
 def test_timing_stage_flow_on_cpu_with_a_wall_clock(tmp_path):
     # the GPU stage's control flow (check, time, fresh re-check) with perf_counter instead of CUDA events
-    from discoverygym.rewards.kernels.runner import fresh_seed, run_stage
+    from discoverygym.sandbox.kernels.launcher import fresh_seed, run_stage
 
     result = run_stage(BASELINE, _time_job(), str(tmp_path), timeout_s=60)
     assert result["ok"], result["error"]
@@ -157,7 +157,7 @@ def test_timing_stage_flow_on_cpu_with_a_wall_clock(tmp_path):
 
 
 def test_timing_stage_catches_outputs_cached_across_calls(tmp_path):
-    from discoverygym.rewards.kernels.runner import run_stage
+    from discoverygym.sandbox.kernels.launcher import run_stage
 
     source = with_body(
         "    key = tuple(data[0].shape)\n    if key not in memo:\n        memo[key] = _baseline(data)\n"
@@ -217,7 +217,7 @@ IN_PROCESS_PATCHES = {
         "_tol = _imp('discoverygym.rewards.kernels.tolerance', fromlist=['compare'])\n"
         "_ok = lambda *a, **k: {'ok': True, 'message': None, 'max_abs_err': 0.0, 'n_bad': 0}\n"
         "_tol.compare = _ok\n"
-        "_run = _imp('discoverygym.rewards.kernels.runner', fromlist=['_emit'])\n"
+        "_run = _imp('discoverygym.sandbox.kernels.candidate', fromlist=['_emit'])\n"
         "_run._compare = _ok\n"
     ),
     # print something that looks like the verifier's verdict (the candidate's stdout is not its channel)
@@ -230,8 +230,8 @@ IN_PROCESS_PATCHES = {
 
 @pytest.mark.parametrize("name", sorted(IN_PROCESS_PATCHES))
 def test_patching_the_comparison_in_the_candidate_process_cannot_pass(name, tmp_path):
-    from discoverygym.rewards.kernels.runner import run_stage
     from discoverygym.rewards.kernels.static_checks import violations
+    from discoverygym.sandbox.kernels.launcher import run_stage
 
     source = IN_PROCESS_PATCHES[name] + _ZEROS
     assert violations(source), "the static checks refuse it too; here the verifier must as well"
@@ -318,7 +318,7 @@ def _check_job(n_cases: int = 1) -> dict:
 
 @pytest.mark.parametrize("name", sorted(FORGERIES))
 def test_forged_verdicts_and_records_are_rejected(name, tmp_path):
-    from discoverygym.rewards.kernels.runner import run_stage
+    from discoverygym.sandbox.kernels.launcher import run_stage
 
     result = run_stage(FORGERIES[name], _check_job(), str(tmp_path), timeout_s=60)
     assert not result["ok"] and not result.get("harness_error") and not result.get("backend_unavailable")
@@ -326,7 +326,7 @@ def test_forged_verdicts_and_records_are_rejected(name, tmp_path):
 
 
 def test_forged_timings_are_rejected_in_the_time_stage(tmp_path):
-    from discoverygym.rewards.kernels.runner import run_stage
+    from discoverygym.sandbox.kernels.launcher import run_stage
 
     result = run_stage(FORGERIES["fake_verdict_any"], _time_job(1), str(tmp_path), timeout_s=60)
     assert not result["ok"] and "cases" not in result and "another process's /proc entry" in result["error"]
@@ -366,7 +366,7 @@ AUDITED = {
 
 @pytest.mark.parametrize("name", sorted(AUDITED))
 def test_audit_hook_confines_the_candidate_process(name, tmp_path):
-    from discoverygym.rewards.kernels.runner import run_stage
+    from discoverygym.sandbox.kernels.launcher import run_stage
 
     source, word = AUDITED[name]
     result = run_stage(source, _check_job(), str(tmp_path), timeout_s=60)
@@ -376,7 +376,8 @@ def test_audit_hook_confines_the_candidate_process(name, tmp_path):
 
 
 def test_verdict_channel_accepts_exactly_one_message_with_the_nonce():
-    from discoverygym.rewards.kernels.runner import _VERDICT_PREFIX, _read_verdict
+    from discoverygym.sandbox.kernels.common import VERDICT_PREFIX as _VERDICT_PREFIX
+    from discoverygym.sandbox.kernels.launcher import _read_verdict
 
     good = _VERDICT_PREFIX + '{"ok": true, "max_abs_err": [0], "nonce": "n1"}\n'
     assert _read_verdict(good.encode(), "n1") == {"ok": True, "max_abs_err": [0]}
@@ -390,7 +391,7 @@ def test_the_verifier_process_is_not_dumpable():
     import sys
 
     code = (
-        "import ctypes\nfrom discoverygym.rewards.kernels.runner import _undumpable\n_undumpable()\n"
+        "import ctypes\nfrom discoverygym.sandbox.kernels.verifier import make_undumpable\nmake_undumpable()\n"
         "print(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))\n"  # PR_GET_DUMPABLE
     )
     out = subprocess.run(
@@ -400,7 +401,7 @@ def test_the_verifier_process_is_not_dumpable():
 
 
 def test_untrusted_records_and_bad_counts_are_failures_not_harness_errors():
-    from discoverygym.rewards.kernels.runner import _merge, plan
+    from discoverygym.sandbox.kernels.launcher import _merge, plan
 
     job = _check_job()
     calls = plan(job)

@@ -20,7 +20,7 @@ from discoverygym.envs.program import ProgramEnv, ProgramTask
 from discoverygym.envs.registry import PROGRAM_TASKS, TaskSpec, make_env, make_task, register_task
 from discoverygym.errors import InvalidSolution
 from discoverygym.rewards.common import Score
-from discoverygym.rewards.sandbox import SandboxLimits, run_program
+from discoverygym.sandbox.python import SandboxLimits, run_program
 from discoverygym.types import State
 
 
@@ -221,7 +221,7 @@ def test_cli_bundled_examples_of_program_envs(capsys):
     """`discoverygym evaluate ENV` without FILE judges the bundled example of each program family."""
     import shutil
 
-    from discoverygym.rewards.native_sandbox import native_bwrap_available, native_landlock_available
+    from discoverygym.sandbox.native import native_bwrap_available, native_landlock_available
 
     if shutil.which("g++") is None:
         pytest.skip("g++ is not installed")

@@ -35,10 +35,11 @@ import numpy as np
 from discoverygym.envs.program import ProgramTask
 from discoverygym.errors import InvalidSolution
 from discoverygym.rewards.ahc import ahc039, ahc058
-from discoverygym.rewards.ahc.judge import Case, judge_program, parse_case
+from discoverygym.rewards.ahc.cases import Case, parse_case
 from discoverygym.rewards.ahc.standings import TOP_RESULTS, estimate_standing
 from discoverygym.rewards.common import Score
-from discoverygym.rewards.native_sandbox import MAX_TIME_LIMIT_S, NativeLimits
+from discoverygym.sandbox.ahc_judge import judge_program
+from discoverygym.sandbox.native import MAX_TIME_LIMIT_S, NativeLimits
 from discoverygym.types import State
 
 __all__ = ["AHC039Task", "AHC058Task", "AHCTask", "make_ahc039", "make_ahc058"]

@@ -27,7 +27,7 @@ from discoverygym.envs.core import CandidateEnv
 from discoverygym.envs.problem import Problem
 from discoverygym.envs.spaces import UnicodeText
 from discoverygym.errors import InvalidSolution
-from discoverygym.rewards.sandbox import SandboxLimits, run_program
+from discoverygym.sandbox.python import SandboxLimits, run_program
 from discoverygym.types import State, to_jsonable
 
 #: longest prompt / program accepted by the text spaces (characters).

@@ -17,7 +17,7 @@ An action is Python source defining ``custom_kernel(data)`` (PyTorch, Triton). :
 3. timing stage in a second candidate process (GPU only): CUDA events, warm-up, ≤ 100 repeats,
    stop at stderr/mean < 0.1 % or the per-case budget, optional L2 flush; the outputs before and
    after timing (fresh inputs) go to the verifier the same way
-   (:mod:`discoverygym.rewards.kernels.runner`, :mod:`~discoverygym.rewards.kernels.timing`).
+   (:mod:`discoverygym.sandbox.kernels`, :mod:`~discoverygym.rewards.kernels.timing`).
    Timing itself necessarily happens in the candidate's process; the residual risks are listed
    in the runner's docstring.
 
@@ -178,7 +178,7 @@ class KernelTask(ProgramTask):
         return (_EXAMPLES / self.example_file).read_text()
 
     def _stage(self, source: str, stage: str, cases: tuple, seed: int, workdir: str) -> dict:
-        from discoverygym.rewards.kernels.runner import run_stage
+        from discoverygym.sandbox.kernels.launcher import run_stage
 
         job = {
             "stage": stage,
@@ -210,7 +210,7 @@ class KernelTask(ProgramTask):
             InvalidSolution: a static check or a correctness case failed (message names which).
             RuntimeError: the harness itself failed before the program ran.
         """
-        from discoverygym.rewards.kernels.runner import new_workdir, remove_workdir
+        from discoverygym.sandbox.kernels.launcher import new_workdir, remove_workdir
 
         check_program(source, self.entry)
         workdir = _workdir or new_workdir()
@@ -241,7 +241,7 @@ class KernelTask(ProgramTask):
             BackendUnavailable: correctness passed but no GPU is available for timing.
             RuntimeError: the harness itself failed before the program ran.
         """
-        from discoverygym.rewards.kernels.runner import new_workdir, remove_workdir
+        from discoverygym.sandbox.kernels.launcher import new_workdir, remove_workdir
 
         workdir = new_workdir()
         try:
@@ -262,7 +262,7 @@ class KernelTask(ProgramTask):
         Raises:
             InvalidSolution, BackendUnavailable, RuntimeError: as :meth:`evaluate`.
         """
-        from discoverygym.rewards.kernels.runner import new_workdir, remove_workdir
+        from discoverygym.sandbox.kernels.launcher import new_workdir, remove_workdir
 
         check_program(source, self.entry)
         workdir = new_workdir()

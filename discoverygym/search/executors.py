@@ -4,7 +4,7 @@
   machine; each worker process holds one environment and dies with the process that owns the
   pool (even on SIGKILL, so a killed search leaves nothing running). Constructions are scored
   by the problem's verifier in the worker; programs (``action_mode="code"``) additionally run in
-  the sandbox (:mod:`discoverygym.rewards.sandbox`) started from the worker, and only the
+  the sandbox (:mod:`discoverygym.sandbox.python`) started from the worker, and only the
   construction they return is scored (a self-reported score is never read).
 * :class:`RayEvaluator` (extra ``[ray]``): the same task function as a Ray remote task, on a local
   ``ray.init()`` or a cluster (``address``), so a search scales out without code changes. Ray

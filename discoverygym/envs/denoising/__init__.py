@@ -125,7 +125,7 @@ class DenoisingTask(ProgramTask):
                  celltypist_wheel: str | os.PathLike | None = None, use_bwrap: bool | None = None,
                  train_frac: float = 0.9) -> None:
         from discoverygym.envs.denoising.data import DATASETS
-        from discoverygym.rewards.sandbox import SandboxLimits
+        from discoverygym.sandbox.python import SandboxLimits
 
         if dataset not in DATASETS:
             raise ValueError(f"unknown denoising dataset {dataset!r}; known: {', '.join(DATASETS)}")
@@ -192,7 +192,7 @@ class DenoisingTask(ProgramTask):
     def limits(self, shape: tuple[int, int]) -> Any:
         """:class:`SandboxLimits` of one run: the task's time/memory/CPUs, results sized for ``shape``."""
         from discoverygym.envs.denoising.transport import result_bytes
-        from discoverygym.rewards.sandbox import SandboxLimits
+        from discoverygym.sandbox.python import SandboxLimits
 
         return SandboxLimits(timeout_s=self.timeout_s, memory_mb=self.memory_mb, cpus=self.cpus,
                              result_bytes=result_bytes(shape), use_bwrap=self.use_bwrap,
@@ -210,7 +210,7 @@ class DenoisingTask(ProgramTask):
                 negative output, or the gate (see :func:`discoverygym.rewards.denoising.score_denoised`).
         """
         from discoverygym.envs.denoising.transport import ENTRY, WRAPPER, decode_matrix, encode_counts
-        from discoverygym.rewards.sandbox import run_program
+        from discoverygym.sandbox.python import run_program
 
         data = self.data()
         shape = data.train.shape

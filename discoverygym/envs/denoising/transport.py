@@ -1,6 +1,6 @@
 """Moving count matrices in and out of the sandbox as base64 inside its JSON channel.
 
-:func:`~discoverygym.rewards.sandbox.run_program` exchanges JSON only; a 559 x 9,810 float
+:func:`~discoverygym.sandbox.python.run_program` exchanges JSON only; a 559 x 9,810 float
 matrix as a JSON list of numbers is ~100 MB and slow to parse. Instead the parent sends the train
 counts as CSR arrays (base64 of little-endian bytes) and appends :data:`WRAPPER` to the candidate
 program: it rebuilds the dense ``X_train``, calls the program's ``denoise`` and returns the

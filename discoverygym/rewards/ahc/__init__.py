@@ -4,7 +4,8 @@
 * :mod:`.ahc039`, :mod:`.ahc058`: input generators (seeded, from each statement's generation
   procedure) and scorers (every validity rule of the statement, with the official tester's
   verdicts).
-* :mod:`.judge`: compile once, run many cases in parallel in the native sandbox, score each.
+* :mod:`.cases`: cases, verdicts and reports, and the scoring of one case's output (compiling and
+  running the cases in the native sandbox is :mod:`discoverygym.sandbox.ahc_judge`).
 * :mod:`.standings`: where a 150-case total would have placed in the contest.
 """
 

@@ -8,10 +8,7 @@ Modules (each one job; only :mod:`.specs` and :mod:`.static_checks` are importab
 * :mod:`.mla`           MLA-Decode seeded input generator and PyTorch reference (torch).
 * :mod:`.tolerance`     elementwise tolerance check with NaN/inf positions (torch).
 * :mod:`.timing`        CUDA-event timing harness with the GPU MODE stopping rule (torch).
-* :mod:`.runner`        per-candidate processes: the candidate's process (runs and times the
-                        kernel, writes its outputs as raw bytes), the verifier process (never
-                        imports the candidate; references and tolerance verdict), and the
-                        parent-side launcher :func:`.runner.run_stage`.
-
-The environments using these are in :mod:`discoverygym.envs.kernels`.
+The per-candidate processes that run these (the candidate's process, the verifier process and
+the parent-side launcher) are in :mod:`discoverygym.sandbox.kernels`; the environments using them
+in :mod:`discoverygym.envs.kernels`.
 """

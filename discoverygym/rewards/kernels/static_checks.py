@@ -1,7 +1,7 @@
 """Static (AST) checks of a kernel program against known reward hacks, run before any process.
 
 Kernel programs run in an ordinary Python process with torch and Triton (see
-:mod:`discoverygym.rewards.kernels.runner` for why not in the project sandbox), so these checks
+:mod:`discoverygym.sandbox.kernels` for why not in the project sandbox), so these checks
 and the runner's dynamic checks are what stand between a program and a fake speed-up. Patterns
 refused, each with the reason reported to the agent (sources: GPU MODE submission rules and the
 reward hacks reported by TTT-Discover and SimpleTES):
@@ -41,8 +41,8 @@ reward hacks reported by TTT-Discover and SimpleTES):
 
 These are deliberately strict and syntactic: they can be evaded by a determined program; they are
 not a security boundary (the runner's audit hook is a second layer, see
-:mod:`discoverygym.rewards.kernels.runner`). Correctness does not rest on them: the verdict is computed in a separate
-verifier process that never imports the candidate (see :mod:`discoverygym.rewards.kernels.runner`),
+:mod:`discoverygym.sandbox.kernels`). Correctness does not rest on them: the verdict is computed in a separate
+verifier process that never imports the candidate (see :mod:`discoverygym.sandbox.kernels`),
 so patching the comparison inside the candidate's process achieves nothing. They mainly protect
 the timing, which must run in the candidate's process.
 """

@@ -1,8 +1,8 @@
 """Compile and run untrusted native (C++) programs under limits: the sandbox of the AtCoder envs.
 
-:mod:`discoverygym.rewards.sandbox` runs Python programs; this module runs executables. Every run
-goes through a small C *launcher* (source below, built once per process with the system compiler
-into a private directory, its SHA-256 checked before every launch) that forks the program, applies
+:mod:`discoverygym.sandbox.python` runs Python programs; this module runs executables. Every run
+goes through a small C *launcher* (``launcher.c``, package data next to this module, built once per
+process with the system compiler into a private directory, its SHA-256 checked before every launch) that forks the program, applies
 the limits in the child and reports exactly how it ended:
 
 * ``RLIMIT_AS`` (address space; stricter than AtCoder's resident-memory limit: a program that
@@ -60,7 +60,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import hashlib
 import math
 import os
@@ -72,9 +71,18 @@ import tempfile
 import time
 from dataclasses import dataclass
 from functools import lru_cache
+from importlib import resources
 
 from discoverygym.errors import BackendUnavailable, SandboxError
-from discoverygym.rewards.sandbox import NO_BWRAP_ENV, NO_LANDLOCK_ENV
+from discoverygym.sandbox._process import choose_backend, kill_group, read_available, remove_tree
+from discoverygym.sandbox.probes import (
+    NO_BWRAP_ENV,
+    NO_LANDLOCK_ENV,
+    bwrap_has_size,
+    command_succeeds,
+    landlock_available,
+    switched_off,
+)
 
 __all__ = [
     "CPP_FLAGS",
@@ -95,208 +103,6 @@ SANDBOX_UID = 65534
 #: Largest time limit accepted (seconds).
 MAX_TIME_LIMIT_S = 3600.0
 
-_LAUNCHER_C = r"""
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <grp.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <sched.h>
-#include <signal.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
-
-/* usage: launcher STATUS_FD AS_BYTES CPU_S FSIZE_BYTES WALL_MS FLAGS WRITE_DIR UID GID PROG [ARGS...]
-   FLAGS: 1 = no fork (seccomp), 2 = no sockets/ptrace (seccomp), 4 = Landlock if the kernel has it,
-   8 = Landlock required (exit 122 without it). WRITE_DIR: the only directory the program may
-   change (with /dev/null for writing). UID/GID >= 0: switch to them (needs root) before exec.
-   PROG is opened before the switch and executed through its descriptor. */
-
-#if defined(__x86_64__)
-#define ARCH AUDIT_ARCH_X86_64
-#elif defined(__aarch64__)
-#define ARCH AUDIT_ARCH_AARCH64
-#endif
-
-#define LL_CREATE 444
-#define LL_ADD 445
-#define LL_RESTRICT 446
-#define LL_WRITE_FILE (1ULL << 1)
-#define LL_WRITE_V1 ((1ULL << 1) | (1ULL << 4) | (1ULL << 5) | (1ULL << 6) | (1ULL << 7) | (1ULL << 8) \
-                     | (1ULL << 9) | (1ULL << 10) | (1ULL << 11) | (1ULL << 12))
-#define LL_REFER (1ULL << 13)
-#define LL_TRUNCATE (1ULL << 14)
-#define LL_SCOPE_ABSTRACT_UNIX (1ULL << 0)
-#define LL_SCOPE_SIGNAL (1ULL << 1)
-
-struct ll_attr { uint64_t fs, net, scoped; };
-struct __attribute__((packed)) ll_path { uint64_t allowed; int32_t parent_fd; };
-
-/* A Landlock ruleset (not yet enforced): changes allowed only below dir, writes to /dev/null;
-   from ABI 6 no signals to, and no abstract sockets of, processes outside. -1 when unavailable. */
-static int landlock_ruleset(const char *dir) {
-    long abi = syscall(LL_CREATE, NULL, 0, 1);
-    if (abi < 1) return -1;
-    struct ll_attr attr;
-    memset(&attr, 0, sizeof attr);
-    attr.fs = LL_WRITE_V1 | (abi >= 2 ? LL_REFER : 0) | (abi >= 3 ? LL_TRUNCATE : 0);
-    size_t size = 8;
-    if (abi >= 6) { attr.scoped = LL_SCOPE_ABSTRACT_UNIX | LL_SCOPE_SIGNAL; size = sizeof attr; }
-    int rs = (int)syscall(LL_CREATE, &attr, size, 0);
-    if (rs < 0) return -1;
-    const char *paths[2] = {dir, "/dev/null"};
-    uint64_t rights[2] = {attr.fs, attr.fs & (LL_WRITE_FILE | LL_TRUNCATE)};
-    for (int i = 0; i < 2; i++) {
-        int fd = open(paths[i], O_PATH | O_CLOEXEC);
-        if (fd < 0) { close(rs); return -1; }
-        struct ll_path rule = {rights[i], fd};
-        long r = syscall(LL_ADD, rs, 1, &rule, 0);
-        close(fd);
-        if (r != 0) { close(rs); return -1; }
-    }
-    return rs;
-}
-
-static int install_filter(int flags) {
-#ifdef ARCH
-    struct sock_filter f[64];
-    int n = 0;
-#define S(c, k) f[n++] = (struct sock_filter)BPF_STMT(c, k)
-#define J(c, k, t, e) f[n++] = (struct sock_filter)BPF_JUMP(c, k, t, e)
-#define DENY(nr, err) J(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 1); S(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (err))
-    S(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
-    J(BPF_JMP | BPF_JEQ | BPF_K, ARCH, 1, 0);
-    S(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
-    S(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
-#if defined(__x86_64__)
-    J(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1);
-    S(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
-#endif
-    if (flags & 2) {
-        DENY(__NR_socket, EPERM);
-        DENY(__NR_ptrace, EPERM);
-    }
-    if (flags & 1) {
-#ifdef __NR_fork
-        DENY(__NR_fork, EPERM);
-#endif
-#ifdef __NR_vfork
-        DENY(__NR_vfork, EPERM);
-#endif
-#ifdef __NR_clone3
-        DENY(__NR_clone3, ENOSYS);
-#endif
-        J(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 4);
-        S(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]));
-        J(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1);
-        S(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-        S(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
-    }
-    S(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-    struct sock_fprog prog = {(unsigned short)n, f};
-    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
-#else
-    (void)flags;
-    return 0;
-#endif
-}
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static void fail(const char *what) {
-    fprintf(stderr, "launcher: %s: %s\n", what, strerror(errno));
-    _exit(122);
-}
-
-int main(int argc, char **argv) {
-    if (argc < 11) { fprintf(stderr, "launcher: bad arguments\n"); return 120; }
-    int status_fd = atoi(argv[1]);
-    rlim_t as_bytes = strtoull(argv[2], 0, 10), cpu_s = strtoull(argv[3], 0, 10);
-    rlim_t fsize = strtoull(argv[4], 0, 10);
-    long wall_ms = atol(argv[5]);
-    int flags = atoi(argv[6]);
-    const char *write_dir = argv[7];
-    long uid = atol(argv[8]), gid = atol(argv[9]);
-    char **prog = argv + 10;
-    pid_t launcher_pid = getpid();
-    sigset_t chld, old;
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &chld, &old);
-    double start = now();
-    pid_t pid = fork();
-    if (pid < 0) { perror("launcher: fork"); return 121; }
-    if (pid == 0) {
-        setpgid(0, 0);
-        sigprocmask(SIG_SETMASK, &old, 0);
-        close(status_fd);
-        struct rlimit r;
-        r.rlim_cur = r.rlim_max = as_bytes; setrlimit(RLIMIT_AS, &r);
-        r.rlim_cur = cpu_s; r.rlim_max = cpu_s + 1; setrlimit(RLIMIT_CPU, &r);
-        r.rlim_cur = r.rlim_max = fsize; setrlimit(RLIMIT_FSIZE, &r);
-        r.rlim_cur = r.rlim_max = 0; setrlimit(RLIMIT_CORE, &r);
-        int exe = open(prog[0], O_RDONLY | O_CLOEXEC);
-        if (exe < 0) { errno = errno ? errno : ENOENT; fail("open program"); }
-        int ruleset = -1;
-        if (flags & 12) {
-            ruleset = landlock_ruleset(write_dir);
-            if (ruleset < 0 && (flags & 8)) { errno = ENOSYS; fail("Landlock is required but unavailable"); }
-        }
-        if (gid >= 0 && (setgroups(0, NULL) != 0 || setresgid(gid, gid, gid) != 0)) fail("setgid");
-        if (uid >= 0 && (setresuid(uid, uid, uid) != 0 || geteuid() != (uid_t)uid)) fail("setuid");
-        prctl(PR_SET_PDEATHSIG, SIGKILL); /* after the switch: changing credentials clears it */
-        if (getppid() != launcher_pid) _exit(124);
-        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs");
-        if (ruleset >= 0 && syscall(LL_RESTRICT, ruleset, 0) != 0) fail("Landlock");
-        if (ruleset >= 0) close(ruleset);
-        if (install_filter(flags) != 0) fail("seccomp");
-        extern char **environ;
-        fexecve(exe, prog, environ);
-        perror("launcher: exec");
-        _exit(123);
-    }
-    setpgid(pid, pid);
-    int timed_out = 0, st = 0;
-    struct rusage ru;
-    memset(&ru, 0, sizeof ru);
-    for (;;) {
-        pid_t w = wait4(pid, &st, WNOHANG, &ru);
-        if (w == pid) break;
-        double left = start + wall_ms / 1000.0 - now();
-        if (left <= 0) {
-            timed_out = 1;
-            kill(-pid, SIGKILL);
-            kill(pid, SIGKILL);
-            wait4(pid, &st, 0, &ru);
-            break;
-        }
-        struct timespec ts = {(time_t)left, (long)((left - (time_t)left) * 1e9)};
-        sigtimedwait(&chld, 0, &ts);
-    }
-    double wall = now() - start;
-    kill(-pid, SIGKILL); /* leftovers of the group (compiler helpers) */
-    int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1, sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-    dprintf(status_fd, "%d %d %d %.6f %.6f %.6f %ld\n", timed_out, code, sig, wall,
-            ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6,
-            ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6, ru.ru_maxrss);
-    return 0;
-}
-"""
 
 
 @dataclass(frozen=True)
@@ -411,28 +217,13 @@ def native_bwrap_available() -> bool:
 
     Returns False when ``DISCOVERYGYM_SANDBOX_NO_BWRAP`` is set to anything but ``""``/``"0"``.
     """
-    if os.environ.get(NO_BWRAP_ENV, "") not in ("", "0"):
-        return False
-    return _bwrap_probe()
+    return not switched_off(NO_BWRAP_ENV) and _bwrap_probe()
 
 
 def native_landlock_available() -> bool:
     """Whether the kernel offers Landlock (ABI >= 1); False when ``DISCOVERYGYM_SANDBOX_NO_LANDLOCK``
     is set to anything but ``""``/``"0"`` (to test the refusal)."""
-    if os.environ.get(NO_LANDLOCK_ENV, "") not in ("", "0"):
-        return False
-    return _landlock_abi() >= 1
-
-
-@lru_cache(maxsize=1)
-def _landlock_abi() -> int:
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        syscall = libc.syscall
-        syscall.restype = ctypes.c_long
-        return max(0, int(syscall(ctypes.c_long(444), None, ctypes.c_size_t(0), ctypes.c_uint32(1))))
-    except (OSError, AttributeError):
-        return 0
+    return landlock_available()
 
 
 @lru_cache(maxsize=1)
@@ -441,26 +232,7 @@ def _bwrap_probe() -> bool:
     true = shutil.which("true")
     if exe is None or true is None or not os.path.realpath(true).startswith("/usr/"):
         return False
-    try:
-        done = subprocess.run([*_bwrap_args(exe, binds=[]), os.path.realpath(true)], check=False,
-                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, timeout=20, env=_env("/tmp"))
-        return done.returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
-
-
-@lru_cache(maxsize=1)
-def _bwrap_has_size() -> bool:
-    """Whether this bubblewrap accepts ``--size BYTES`` before ``--tmpfs`` (bubblewrap 0.5+)."""
-    exe = shutil.which("bwrap")
-    if exe is None:
-        return False
-    try:
-        done = subprocess.run([exe, "--help"], check=False, capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return "--size" in done.stdout + done.stderr
+    return command_succeeds([*_bwrap_args(exe, binds=[]), os.path.realpath(true)], env=_env("/tmp"))
 
 
 def _bwrap_args(exe: str, binds: list[tuple[str, str, str]], chdir: str = "/tmp",
@@ -485,7 +257,7 @@ def _bwrap_args(exe: str, binds: list[tuple[str, str, str]], chdir: str = "/tmp"
         elif os.path.isdir(top):
             args += ["--ro-bind", top, top]
     args += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache", "--dev", "/dev", "--proc", "/proc"]
-    if _bwrap_has_size():
+    if bwrap_has_size():
         args += ["--size", str(int(tmp_bytes))]
     args += ["--tmpfs", "/tmp"]
     for option, host, inside in binds:
@@ -517,7 +289,7 @@ def _launcher() -> tuple[str, str]:
     src = os.path.join(folder, "launcher.c")
     target = os.path.join(folder, "launcher")
     with open(src, "w") as fh:
-        fh.write(_LAUNCHER_C)
+        fh.write(_launcher_source())
     done = subprocess.run([cc, "-O2", "-x", "c", "-o", target, src], capture_output=True, text=True,
                           timeout=120, check=False)
     if done.returncode != 0:
@@ -526,6 +298,11 @@ def _launcher() -> tuple[str, str]:
     os.chmod(target, 0o755)
     os.chmod(folder, 0o755)  # others may traverse (bwrap binds it as root); only we may write
     return target, _sha256(target)
+
+
+def _launcher_source() -> str:
+    """The launcher's C source, ``launcher.c`` shipped as package data next to this module."""
+    return resources.files("discoverygym.sandbox").joinpath("launcher.c").read_text(encoding="utf-8")
 
 
 def _sha256(path: str) -> str:
@@ -552,14 +329,9 @@ def _checked_launcher() -> str:
 
 
 def _backend(use_bwrap: bool | None) -> str:
-    if use_bwrap is False:
-        return "fallback"
-    if native_bwrap_available():
-        return "bwrap"
-    if use_bwrap:
-        raise BackendUnavailable("bubblewrap (bwrap) is not installed or cannot create a sandbox here "
-                                 f"(or {NO_BWRAP_ENV} is set)")
-    return "fallback"
+    return choose_backend(use_bwrap, use_bwrap is not False and native_bwrap_available(),
+                          "bubblewrap (bwrap) is not installed or cannot create a sandbox here "
+                          f"(or {NO_BWRAP_ENV} is set)")
 
 
 @dataclass(frozen=True)
@@ -587,7 +359,7 @@ def _confinement(limits: NativeLimits) -> _Confinement:
             + ("disabled (use_bwrap=False)" if limits.use_bwrap is False else
                f"missing or not working (or {NO_BWRAP_ENV} is set)")
             + " and the kernel offers no Landlock (Linux 5.13+ with the landlock LSM enabled"
-            + (f"; {NO_LANDLOCK_ENV} is set" if os.environ.get(NO_LANDLOCK_ENV, "") not in ("", "0") else "")
+            + (f"; {NO_LANDLOCK_ENV} is set" if switched_off(NO_LANDLOCK_ENV) else "")
             + "), so a program could write every file this user can. Install bubblewrap, or pass "
             "allow_unconfined=True to run anyway.")
     uid = SANDBOX_UID if os.geteuid() == 0 and _sandbox_id_mapped() else -1
@@ -682,13 +454,8 @@ def _launch(program: list[str], limits: NativeLimits, *, binds: list[tuple[str, 
         except subprocess.TimeoutExpired:
             pass
         finally:  # the launcher has ended (or hangs): nothing of the run may survive it
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
-            proc.kill()
-            proc.wait()
-        status_line = _read_available(status_r).decode("ascii", "replace").split()
+            kill_group(proc)
+        status_line = read_available(status_r, 4096).decode("ascii", "replace").split()
         out_size = os.fstat(out).st_size
         stdout = _pread_all(out, min(out_size, limits.output_bytes))
         err_size = os.fstat(err).st_size
@@ -698,15 +465,6 @@ def _launch(program: list[str], limits: NativeLimits, *, binds: list[tuple[str, 
                       out_size > limits.output_bytes or err_size > limits.output_bytes)
     result.stdout = stdout
     return result
-
-
-def _read_available(fd: int) -> bytes:
-    """What the launcher wrote on the status pipe (it has exited: no blocking)."""
-    os.set_blocking(fd, False)
-    try:
-        return os.read(fd, 4096)
-    except OSError:
-        return b""
 
 
 def _verdict(status: list[str], limits: NativeLimits, stdout_path: str, stderr: str, backend: str,
@@ -804,149 +562,6 @@ def compile_cpp(source: str, workdir: str, *, flags: tuple[str, ...] = CPP_FLAGS
     elif result.status != "runtime_error" or not log:
         log = f"compilation failed: {result.message}\n" + log
     return CompileResult(False, None, log, elapsed, result.backend)
-
-
-_DIR_OPEN = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-def remove_tree(path: str, *, timeout_s: float = 120.0) -> bool:
-    """Remove ``path`` and whatever a program left below it; never recurses, never raises.
-
-    ``shutil.rmtree`` recurses once per directory level, so a program that built a chain of
-    1,500 directories made it raise ``RecursionError`` (which ``ignore_errors`` does not cover)
-    and left the tree on disk. This walks the tree with an explicit stack and at most two open
-    descriptors (down by name with ``O_NOFOLLOW``, back up through ``..``, checked against the
-    device and inode recorded on the way down), never leaves the file system ``path`` is on,
-    unlinks symbolic links instead of following them, and makes directories of ours that a
-    program made unreadable (``chmod 0``) readable again. Whatever is left after that (or after
-    ``timeout_s``) is handed to ``rm -rf --one-file-system`` under the same timeout.
-
-    Args:
-        path: file or directory to remove (a missing path is fine).
-        timeout_s: seconds allowed to the walk, and again to ``rm``.
-
-    Returns:
-        ``True`` when ``path`` no longer exists.
-    """
-    try:
-        path = os.path.abspath(path)
-        with contextlib.suppress(Exception):  # anything left is for rm below
-            _remove_walk(path, time.monotonic() + timeout_s)
-        if not os.path.lexists(path):
-            return True
-        rm = shutil.which("rm", path="/usr/bin:/bin")
-        if rm is not None:
-            with contextlib.suppress(Exception):
-                subprocess.run([rm, "-rf", "--one-file-system", "--", path], check=False,
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, timeout=timeout_s)
-        return not os.path.lexists(path)
-    except Exception:  # noqa: BLE001 - cleanup must never break a verdict
-        return False
-
-
-def _open_dir(name: str, dir_fd: int) -> int:
-    """Open a directory below ``dir_fd`` (no links), making it ``0o700`` first when it is ours
-    and we may not read it; raises ``OSError``."""
-    try:
-        fd = os.open(name, _DIR_OPEN, dir_fd=dir_fd)
-    except PermissionError:
-        info = os.lstat(name, dir_fd=dir_fd)
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
-            raise
-        os.chmod(name, 0o700, dir_fd=dir_fd)  # a directory (checked just above), not a link
-        fd = os.open(name, _DIR_OPEN, dir_fd=dir_fd)
-    try:
-        info = os.fstat(fd)
-        if os.geteuid() != 0 and info.st_uid == os.geteuid() and info.st_mode & 0o700 != 0o700:
-            os.fchmod(fd, 0o700)  # we need write and search permission to empty it
-    except OSError:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _empty_dir(fd: int) -> list[str]:
-    """Unlink every non-directory entry of the directory ``fd``; the names of its directories."""
-    subdirs = []
-    with os.scandir(fd) as entries:
-        for entry in entries:
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                is_dir = False
-            if is_dir:
-                subdirs.append(entry.name)
-                continue
-            try:
-                os.unlink(entry.name, dir_fd=fd)
-            except IsADirectoryError:
-                subdirs.append(entry.name)
-            except OSError:
-                pass
-    return subdirs
-
-
-def _remove_walk(path: str, deadline: float) -> None:
-    """The iterative part of :func:`remove_tree` (raises on anything unexpected)."""
-    parent, name = os.path.split(path)
-    top = os.open(parent or "/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    cur = -1
-    try:
-        try:
-            info = os.lstat(name, dir_fd=top)
-        except FileNotFoundError:
-            return
-        if not stat.S_ISDIR(info.st_mode):
-            os.unlink(name, dir_fd=top)
-            return
-        cur = _open_dir(name, top)
-        here = os.fstat(cur)
-        device = here.st_dev
-        # one frame per level: [name, inode, subdirectories still to remove, rescanned]
-        stack: list[list] = [[name, here.st_ino, _empty_dir(cur), False]]
-        steps = 0
-        while stack:
-            steps += 1
-            if steps % 256 == 0 and time.monotonic() > deadline:
-                raise TimeoutError("remove_tree: out of time")
-            frame = stack[-1]
-            if frame[2]:
-                child_name = frame[2].pop()
-                try:
-                    child = _open_dir(child_name, cur)
-                except OSError:
-                    continue
-                child_info = os.fstat(child)
-                if child_info.st_dev != device:  # a mount point: never leave the file system
-                    os.close(child)
-                    continue
-                os.close(cur)
-                cur = child
-                stack.append([child_name, child_info.st_ino, _empty_dir(cur), False])
-                continue
-            if not frame[3]:  # once more: entries missed while the directory was changing
-                frame[3] = True
-                frame[2] = _empty_dir(cur)
-                continue
-            if len(stack) == 1:
-                os.close(cur)
-                cur = -1
-                os.rmdir(name, dir_fd=top)
-                return
-            up = os.open("..", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=cur)
-            up_info = os.fstat(up)
-            os.close(cur)
-            cur = up
-            if (up_info.st_dev, up_info.st_ino) != (device, stack[-2][1]):
-                raise OSError("remove_tree: the tree moved while it was being removed")
-            stack.pop()
-            with contextlib.suppress(OSError):
-                os.rmdir(frame[0], dir_fd=cur)
-    finally:
-        if cur >= 0:
-            os.close(cur)
-        os.close(top)
 
 
 def _reclaim(folder: str) -> None:

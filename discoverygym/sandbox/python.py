@@ -56,20 +56,18 @@ from functools import lru_cache
 from importlib.util import find_spec
 from typing import Any
 
-from discoverygym.errors import BackendUnavailable, SandboxError
-from discoverygym.rewards._sandbox_runner import RUNNER_FAILURE_EXIT, STARTED_MARKER
+from discoverygym.errors import SandboxError
+from discoverygym.sandbox._process import choose_backend, kill_group, read_available, remove_tree
+from discoverygym.sandbox._runner import RUNNER_FAILURE_EXIT, STARTED_MARKER
+from discoverygym.sandbox.probes import NO_BWRAP_ENV, NO_LANDLOCK_ENV, command_succeeds, switched_off
 
-__all__ = ["SandboxLimits", "SandboxResult", "bwrap_available", "run_program"]
+__all__ = ["NO_BWRAP_ENV", "NO_LANDLOCK_ENV", "SandboxLimits", "SandboxResult", "bwrap_available",
+           "run_program"]
 
-#: Set to 1 to never use bubblewrap (forces the fallback backend, e.g. to test it).
-NO_BWRAP_ENV = "DISCOVERYGYM_SANDBOX_NO_BWRAP"
-#: Set to 1 to leave Landlock off in the child (simulates an older kernel, e.g. to test the
-#: weakest configuration together with ``NO_BWRAP_ENV``). Read at each run.
-NO_LANDLOCK_ENV = "DISCOVERYGYM_SANDBOX_NO_LANDLOCK"
 #: Environment variable carrying each run's unique token (used to find stray processes).
 TOKEN_ENV = "DISCOVERYGYM_SANDBOX_TOKEN"
 
-_RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_sandbox_runner.py")
+_RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_runner.py")
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                 "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS")
 _RECORD_OVERHEAD = 4096  # bytes of a result record beyond the value itself
@@ -191,9 +189,7 @@ def bwrap_available() -> bool:
     Returns:
         True when ``run_program`` can use the ``"bwrap"`` backend.
     """
-    if os.environ.get(NO_BWRAP_ENV, "") not in ("", "0"):
-        return False
-    return _bwrap_works()
+    return not switched_off(NO_BWRAP_ENV) and _bwrap_works()
 
 
 @lru_cache(maxsize=1)
@@ -203,14 +199,9 @@ def _bwrap_works() -> bool:
         return False
     probe_dir = os.path.realpath(tempfile.mkdtemp(prefix="discoverygym-bwrap-probe-"))
     try:
-        cmd = _bwrap_prefix(exe, probe_dir, network=False) + [sys.executable, "-S", "-c", ""]
-        done = subprocess.run(cmd, check=False, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, timeout=20)
-        return done.returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
+        return command_succeeds(_bwrap_prefix(exe, probe_dir, network=False) + [sys.executable, "-S", "-c", ""])
     finally:
-        _remove_tree(probe_dir)
+        remove_tree(probe_dir)
 
 
 def _bwrap_prefix(exe: str, workdir: str, network: bool, hidden: tuple[str, ...] = ()) -> list[str]:
@@ -376,7 +367,7 @@ def run_program(source: str, entry: str = "construct", kwargs: dict | None = Non
     try:
         return _run_in(workdir, source, entry, kwargs_text, limits, backend)
     finally:
-        _remove_tree(workdir)
+        remove_tree(workdir)
 
 
 def _check_arguments(source: Any, entry: Any, kwargs: Any, limits: Any) -> SandboxLimits:
@@ -414,15 +405,9 @@ def _encode_kwargs(kwargs: dict) -> str:
 
 
 def _choose_backend(limits: SandboxLimits) -> str:
-    if limits.use_bwrap is False:
-        return "fallback"
-    if bwrap_available():
-        return "bwrap"
-    if limits.use_bwrap:
-        raise BackendUnavailable(
-            "bubblewrap (bwrap) is not installed or cannot create a sandbox here "
-            f"(or {NO_BWRAP_ENV} is set); use SandboxLimits(use_bwrap=None) to fall back")
-    return "fallback"
+    return choose_backend(limits.use_bwrap, limits.use_bwrap is not False and bwrap_available(),
+                          "bubblewrap (bwrap) is not installed or cannot create a sandbox here "
+                          f"(or {NO_BWRAP_ENV} is set); use SandboxLimits(use_bwrap=None) to fall back")
 
 
 def _compile_error(source: str) -> str | None:
@@ -463,7 +448,7 @@ def _write_inputs(workdir: str, source: str, kwargs_text: str, entry: str,
         "cpu_set": _cpu_set(limits.cpus),
         "network": limits.network,
         "allow_subprocess": limits.allow_subprocess,
-        "landlock": os.environ.get(NO_LANDLOCK_ENV, "") in ("", "0"),
+        "landlock": not switched_off(NO_LANDLOCK_ENV),
         "bwrap": backend == "bwrap",
         "output_bytes": limits.output_bytes,
         "result_bytes": limits.result_bytes,
@@ -565,7 +550,7 @@ def _wait(proc: subprocess.Popen, status_r: int, deadline: float, backend: str) 
         data, timed_out = _read_until_eof(status_r, deadline)
         if timed_out:
             _stop(proc, backend)
-            data += _read_available(status_r)
+            data += read_available(status_r)
         else:
             try:
                 proc.wait(timeout=5.0)
@@ -598,15 +583,6 @@ def _read_until_eof(fd: int, deadline: float) -> tuple[bytes, bool]:
         chunks.append(data)
 
 
-def _read_available(fd: int) -> bytes:
-    """Whatever can be read from ``fd`` right now, without blocking."""
-    os.set_blocking(fd, False)
-    try:
-        return os.read(fd, 65536)
-    except (BlockingIOError, OSError):
-        return b""
-
-
 def _stop(proc: subprocess.Popen, backend: str) -> None:
     """Kill the sandbox: ask the supervisor to kill its tree, then SIGKILL the process group."""
     if proc.poll() is not None:
@@ -618,12 +594,7 @@ def _stop(proc: subprocess.Popen, backend: str) -> None:
             return
         except subprocess.TimeoutExpired:
             pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        pass
-    proc.kill()
-    proc.wait()
+    kill_group(proc)
 
 
 def _sweep(token: str, rounds: int = 50) -> None:
@@ -737,21 +708,3 @@ def _exit_error(exit_code: int | None, signum: int | None, limits: SandboxLimits
     except ValueError:
         name = f"signal {signum}"
     return f"program killed by {name}"
-
-
-def _remove_tree(path: str) -> None:
-    """Delete ``path`` recursively, first making directories the program locked writable again."""
-    shutil.rmtree(path, ignore_errors=True)
-    if not os.path.lexists(path):
-        return
-    try:
-        os.chmod(path, 0o700)
-    except OSError:
-        pass
-    for dirpath, dirnames, _ in os.walk(path):
-        for name in dirnames:
-            try:
-                os.chmod(os.path.join(dirpath, name), 0o700, follow_symlinks=False)
-            except OSError:
-                pass
-    shutil.rmtree(path, ignore_errors=True)

@@ -1,6 +1,6 @@
-"""The program run inside the sandbox's child process (started by :mod:`discoverygym.rewards.sandbox`).
+"""The program run inside the sandbox's child process (started by :mod:`discoverygym.sandbox.python`).
 
-Usage: ``python -s _sandbox_runner.py WORKDIR``. ``WORKDIR`` holds ``config.json`` (written by the
+Usage: ``python -s _runner.py WORKDIR``. ``WORKDIR`` holds ``config.json`` (written by the
 parent), ``program.py`` and ``kwargs.json``; the runner writes ``result.json`` there.
 
 Two processes:
@@ -19,7 +19,9 @@ Two processes:
 Nothing here computes a score, and the parent trusts nothing the worker writes beyond data: the
 program runs in the worker's process, so ``result.json`` is as untrusted as the returned value.
 Only the standard library (plus numpy when importable) is used; this file must stay importable
-without the discoverygym package.
+without the discoverygym package: started as a script, it loads its two stdlib-only siblings
+:mod:`.probes` and :mod:`.audit` from its own directory, never the package (whose import would
+pull in gymnasium before the hardening).
 """
 
 from __future__ import annotations
@@ -30,6 +32,12 @@ import os
 import signal
 import sys
 import time
+
+if __package__:
+    from discoverygym.sandbox import audit, probes
+else:  # started as a script (python -s -B _runner.py WORKDIR): the siblings, not the package
+    import audit
+    import probes
 
 #: Exit status of the worker when the runner itself failed (not the program).
 RUNNER_FAILURE_EXIT = 70
@@ -45,27 +53,7 @@ _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
 
 
-# --------------------------------------------------------------------------- small helpers
-
-
-def _libc():
-    """The C library through ctypes, or None when ctypes cannot load it."""
-    try:
-        import ctypes
-
-        return ctypes.CDLL(None, use_errno=True)
-    except (ImportError, OSError):
-        return None
-
-
-def _prctl(libc, option: int, arg2: int = 0) -> bool:
-    """Call ``prctl(option, arg2, 0, 0, 0)``; True when it succeeded."""
-    if libc is None:
-        return False
-    import ctypes
-
-    c_ulong = ctypes.c_ulong
-    return libc.prctl(option, c_ulong(arg2), c_ulong(0), c_ulong(0), c_ulong(0)) == 0
+_libc, _prctl = probes.libc, probes.prctl
 
 
 # --------------------------------------------------------------------------- supervisor
@@ -328,7 +316,7 @@ def seccomp_program(arch: str, network: bool, subprocess_ok: bool, self_pid: int
     return prog
 
 
-_LANDLOCK_CREATE_RULESET, _LANDLOCK_ADD_RULE, _LANDLOCK_RESTRICT_SELF = 444, 445, 446
+_LANDLOCK_CREATE_RULESET, _LANDLOCK_ADD_RULE, _LANDLOCK_RESTRICT_SELF = probes.LANDLOCK_CREATE_RULESET, 445, 446
 # LANDLOCK_ACCESS_FS_*: WRITE_FILE, REMOVE_DIR, REMOVE_FILE, MAKE_CHAR, MAKE_DIR, MAKE_REG,
 # MAKE_SOCK, MAKE_FIFO, MAKE_BLOCK, MAKE_SYM (ABI 1); REFER (ABI 2); TRUNCATE (ABI 3).
 _LANDLOCK_WRITE_V1 = (1 << 1) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 9) \
@@ -336,16 +324,7 @@ _LANDLOCK_WRITE_V1 = (1 << 1) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 <
 _LANDLOCK_REFER, _LANDLOCK_TRUNCATE, _LANDLOCK_WRITE_FILE = 1 << 13, 1 << 14, 1 << 1
 
 
-def landlock_abi(libc) -> int:
-    """The kernel's Landlock ABI version, 0 when Landlock is unavailable (old kernel, disabled LSM)."""
-    import ctypes
-
-    if libc is None:
-        return 0
-    syscall = libc.syscall
-    syscall.restype = ctypes.c_long
-    abi = syscall(ctypes.c_long(_LANDLOCK_CREATE_RULESET), None, ctypes.c_size_t(0), ctypes.c_uint32(1))
-    return max(int(abi), 0)
+landlock_abi = probes.landlock_abi
 
 
 def install_landlock(libc, workdir: str) -> bool:
@@ -451,29 +430,9 @@ def drop_capabilities(libc) -> None:
 
 # --------------------------------------------------------------------------- the audit hook
 
-_O_WRITE = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_O_WRITE = audit.WRITE_FLAGS
 _O_DIR = os.O_DIRECTORY | getattr(os, "O_PATH", 0)
-
-# (event, ((index of a path argument, index of its dir_fd argument or None), ...)), ...
-# Tuples, not a dict: the hook's defaults are reachable through traceback frames, so each must be
-# immutable (a dict could be emptied by the program).
-_PATH_EVENTS = (
-    ("os.remove", ((0, 1),)), ("os.rmdir", ((0, 1),)), ("os.mkdir", ((0, 2),)),
-    ("os.rename", ((0, 2), (1, 3))), ("os.chmod", ((0, 2),)), ("os.chown", ((0, 3),)),
-    ("os.utime", ((0, 3),)), ("os.truncate", ((0, None),)), ("os.chflags", ((0, None),)),
-    ("os.setxattr", ((0, None),)), ("os.removexattr", ((0, None),)),
-    ("shutil.copyfile", ((1, None),)), ("shutil.copymode", ((1, None),)),
-    ("shutil.copystat", ((1, None),)), ("shutil.copytree", ((1, None),)),
-    ("shutil.move", ((0, None), (1, None))), ("shutil.rmtree", ((0, 1),)),
-    ("shutil.chown", ((0, None),)), ("shutil.make_archive", ((0, None),)),
-    ("shutil.unpack_archive", ((1, None),)), ("tempfile.mkstemp", ((0, None),)),
-    ("tempfile.mkdtemp", ((0, None),)),
-)
-_PATH_EVENT_NAMES = frozenset(name for name, _ in _PATH_EVENTS)
-_PROCESS_EVENTS = frozenset({
-    "os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
-    "subprocess.Popen", "os.killpg", "pty.spawn", "os.startfile",
-})
+_PATH_EVENTS, _PATH_EVENT_NAMES, _PROCESS_EVENTS = audit.PATH_EVENTS, audit.PATH_EVENT_NAMES, audit.PROCESS_EVENTS
 _NETWORK_EVENTS = frozenset({
     "urllib.Request", "http.client.connect", "ftplib.connect", "smtplib.connect",
     "poplib.connect", "imaplib.open", "nntplib.connect", "telnetlib.Telnet.open",
@@ -616,11 +575,11 @@ def _make_audit_hook(root: str, network: bool, subprocess_ok: bool, seccomp_acti
         if not _inside(target, strict):
             _deny(f"{event} outside the sandbox directory is not allowed ({target or path})")
 
-    def check_proc(path, _startswith=str.startswith, _isdigit=str.isdigit, _split=str.split,
-                   _self=f"/proc/{self_pid}", _secrets=_PROC_MEMORY_ENTRIES, _deny=deny):
+    def check_proc(path, _startswith=str.startswith, _split=str.split, _self=f"/proc/{self_pid}",
+                   _other=audit.names_other_process, _secrets=_PROC_MEMORY_ENTRIES, _deny=deny):
         if not _startswith(path, "/proc/"):
             return
-        if _isdigit(path[6:7]) and not (path == _self or _startswith(path, _self + "/")):
+        if _other(path, _self):
             _deny(f"access to other processes' /proc entries is disabled ({path})")
         for part in _split(path, "/"):
             if part in _secrets:
@@ -709,7 +668,8 @@ def _make_audit_hook(root: str, network: bool, subprocess_ok: bool, seccomp_acti
             elif event == "os.kill" and args[0] != _self:
                 _deny("sending signals to other processes is disabled")
 
-    own_functions = (deny, normalize, fd_path, resolve, inside, check_write, check_proc, check_open)
+    own_functions = (deny, normalize, fd_path, resolve, inside, check_write, check_proc, check_open,
+                     audit.names_other_process)  # the shared one too: its __code__ must not change
     hook.__defaults__ = hook.__defaults__[:-1] + (own_functions + (hook,),)
     return hook
 

@@ -13,10 +13,10 @@ import tempfile
 
 import pytest
 
-from discoverygym.rewards import native_sandbox
-from discoverygym.rewards.ahc import judge
-from discoverygym.rewards.ahc.judge import Case, judge_program
-from discoverygym.rewards.native_sandbox import (
+from discoverygym.rewards.ahc.cases import Case
+from discoverygym.sandbox import _process, ahc_judge, native
+from discoverygym.sandbox.ahc_judge import judge_program
+from discoverygym.sandbox.native import (
     NativeLimits,
     compile_cpp,
     native_bwrap_available,
@@ -24,7 +24,7 @@ from discoverygym.rewards.native_sandbox import (
     remove_tree,
     run_executable,
 )
-from discoverygym.rewards.sandbox import NO_LANDLOCK_ENV
+from discoverygym.sandbox.probes import NO_LANDLOCK_ENV, bwrap_has_size
 
 DEPTH = 1500  # deeper than Python's default recursion limit (1000)
 
@@ -79,7 +79,7 @@ def private_tmp(tmp_path, monkeypatch):
     folder = tmp_path / "tmp"
     folder.mkdir()
     if shutil.which("gcc") or shutil.which("g++"):
-        native_sandbox._launcher()  # built once per process: not into this short-lived folder
+        native._launcher()  # built once per process: not into this short-lived folder
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
     yield folder
     remove_tree(str(folder))
@@ -143,10 +143,10 @@ def test_remove_tree_never_raises_and_falls_back_to_rm(tmp_path, monkeypatch):
     def broken(path, deadline):
         raise RecursionError("simulated")
 
-    monkeypatch.setattr(native_sandbox, "_remove_walk", broken)
+    monkeypatch.setattr(_process, "_remove_walk", broken)
     if shutil.which("rm", path="/usr/bin:/bin"):
         assert remove_tree(str(root)) is True and not root.exists()
-    monkeypatch.setattr(native_sandbox.shutil, "which", lambda *a, **k: 1 / 0)
+    monkeypatch.setattr(_process.shutil, "which", lambda *a, **k: 1 / 0)
     root.mkdir()
     assert remove_tree(str(root)) is False  # no exception escapes, even from the fallback
     monkeypatch.undo()
@@ -164,7 +164,7 @@ def test_judge_survives_a_deep_tree_and_removes_it(private_tmp, use_bwrap):
     assert [c.verdict for c in report.cases] == ["accepted", "accepted"], report.cases
     assert report.scores == [DEPTH, DEPTH]
     assert report.backend == ("bwrap" if use_bwrap else "fallback")
-    assert _leftovers(private_tmp) == [] and judge._live_roots == set()
+    assert _leftovers(private_tmp) == [] and ahc_judge._live_roots == set()
 
 
 @needs_gpp
@@ -177,24 +177,24 @@ def test_judge_removes_its_folders_on_keyboard_interrupt(private_tmp, monkeypatc
         seen.append(workdir)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(judge, "_judge_case", interrupted)
+    monkeypatch.setattr(ahc_judge, "_judge_case", interrupted)
     with pytest.raises(KeyboardInterrupt):
         judge_program("int main(){}", [Case("0", "x\n")], _DepthRules, workers=1,
                       limits=NativeLimits(use_bwrap=False if not native_bwrap_available() else None))
     assert seen and not os.path.exists(seen[0])
-    assert _leftovers(private_tmp) == [] and judge._live_roots == set()
+    assert _leftovers(private_tmp) == [] and ahc_judge._live_roots == set()
 
 
 def test_roots_left_by_an_interrupted_cleanup_are_removed_at_exit(private_tmp, monkeypatch):
     root = os.path.realpath(tempfile.mkdtemp(prefix="discoverygym-ahc-"))
     _make_chain(root, 50)
-    judge._live_roots.add(root)
-    monkeypatch.setattr(judge, "remove_tree", lambda path: False)  # cleanup interrupted
-    judge._remove_root(root)
-    assert root in judge._live_roots and os.path.exists(root)
+    ahc_judge._live_roots.add(root)
+    monkeypatch.setattr(ahc_judge, "remove_tree", lambda path: False)  # cleanup interrupted
+    ahc_judge._remove_root(root)
+    assert root in ahc_judge._live_roots and os.path.exists(root)
     monkeypatch.undo()
-    judge._remove_leftover_roots()  # what atexit runs
-    assert root not in judge._live_roots and not os.path.exists(root)
+    ahc_judge._remove_leftover_roots()  # what atexit runs
+    assert root not in ahc_judge._live_roots and not os.path.exists(root)
 
 
 DISK_FILL = r"""
@@ -224,7 +224,7 @@ int main(){
 @pytest.mark.skipif(not native_bwrap_available(), reason="bubblewrap does not work here")
 @pytest.mark.parametrize("landlock", [True, False], ids=["landlock", "no-landlock"])
 def test_bwrap_scratch_tmpfs_is_capped_and_the_rest_is_read_only(tmp_path, monkeypatch, landlock):
-    if not native_sandbox._bwrap_has_size():
+    if not bwrap_has_size():
         pytest.skip("this bubblewrap has no --size: the private /tmp is not capped")
     (tmp_path / "b").mkdir()
     built = compile_cpp(DISK_FILL, str(tmp_path / "b"), use_bwrap=True)

@@ -1,9 +1,9 @@
 """Judge a C++ program on many contest cases: compile once, run cases in parallel, score each.
 
-Each case runs in :func:`discoverygym.rewards.native_sandbox.run_executable` (2 s and 1 GiB by
+Each case runs in :func:`discoverygym.sandbox.native.run_executable` (2 s and 1 GiB by
 default, as in the contests) in its own private directory; its stdout is scored in this process by
-the problem's scorer (``score_output``). Cases run on ``min(workers, CPUs available, cases)``
-threads (each thread waits on one sandboxed process). With ``stop_on_failure`` (the default, since
+the problem's scorer (:func:`discoverygym.rewards.ahc.cases.score_case_output`). Cases run on
+``min(workers, CPUs available, cases)`` threads (each thread waits on one sandboxed process). With ``stop_on_failure`` (the default, since
 one failed case makes the submission fail) cases not yet started after a failure are skipped.
 """
 
@@ -17,104 +17,19 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
 
-from discoverygym.rewards.ahc.textio import AHCInvalid, decode_output
-from discoverygym.rewards.native_sandbox import (
-    CPP_FLAGS,
-    NativeLimits,
-    compile_cpp,
-    remove_tree,
-    run_executable,
+from discoverygym.rewards.ahc.cases import (
+    Case,
+    CaseResult,
+    JudgeReport,
+    ScoringRules,
+    parse_case,
+    score_case_output,
 )
+from discoverygym.sandbox._process import remove_tree
+from discoverygym.sandbox.native import CPP_FLAGS, NativeLimits, compile_cpp, run_executable
 
-__all__ = ["Case", "CaseResult", "JudgeReport", "ScoringRules", "available_cpus", "judge_program", "parse_case"]
-
-
-class ScoringRules(Protocol):
-    """What the judge needs from a problem module (``ahc039``, ``ahc058``); a module may also set
-    ``MAX_OUTPUT_BYTES``, the output cap of the problem (it lowers ``limits.output_bytes``)."""
-
-    def parse_input(self, text: str) -> Any: ...
-    def score_output(self, inp: Any, text: str) -> int: ...
-
-
-@dataclass(frozen=True)
-class Case:
-    """One test case: ``name`` (e.g. ``"0007"`` or the input file's name), its input ``text`` and
-    optionally ``parsed``, the result of the rules' ``parse_input(text)`` (parsed when missing)."""
-
-    name: str
-    text: str
-    parsed: Any = field(default=None, compare=False, repr=False)
-
-
-@dataclass
-class CaseResult:
-    """Verdict of one case.
-
-    Attributes:
-        case: case name.
-        verdict: ``"accepted"``, ``"wrong_answer"`` (a rule broken; ``rule`` names it),
-            ``"time_limit"``, ``"runtime_error"``, ``"memory_limit"``, ``"output_limit"`` (output
-            over the problem's cap: score 0, rule ``output_size``),
-            ``"sandbox_error"`` or ``"skipped"`` (not run after an earlier failure).
-        score: the case score (int) when accepted, else ``None``.
-        message: the reason when not accepted.
-        rule: the broken rule id for ``wrong_answer``.
-        wall_s, cpu_s: the program's wall and CPU seconds (0 when not run).
-    """
-
-    case: str
-    verdict: str
-    score: int | None = None
-    message: str | None = None
-    rule: str | None = None
-    wall_s: float = 0.0
-    cpu_s: float = 0.0
-
-
-@dataclass
-class JudgeReport:
-    """Everything a judging produced.
-
-    Attributes:
-        compiled: whether compilation succeeded; compile_log: compiler messages (truncated).
-        cases: one :class:`CaseResult` per case, in the given order.
-        compile_s, judge_s: wall seconds spent compiling and running + scoring all cases.
-        workers: number of cases run at a time.
-        backend: sandbox backend (``"bwrap"`` or ``"fallback"``).
-    """
-
-    compiled: bool
-    compile_log: str
-    cases: list[CaseResult] = field(default_factory=list)
-    compile_s: float = 0.0
-    judge_s: float = 0.0
-    workers: int = 0
-    backend: str = ""
-
-    @property
-    def ok(self) -> bool:
-        """Compiled and every case accepted."""
-        return self.compiled and bool(self.cases) and all(c.verdict == "accepted" for c in self.cases)
-
-    @property
-    def first_failure(self) -> CaseResult | None:
-        """The first case (in case order) that was judged and not accepted."""
-        return next((c for c in self.cases if c.verdict not in ("accepted", "skipped")), None)
-
-    @property
-    def scores(self) -> list[int | None]:
-        """Per-case scores (``None`` where not accepted)."""
-        return [c.score for c in self.cases]
-
-    def as_dict(self) -> dict:
-        """JSON-serialisable form."""
-        out = asdict(self)
-        out["ok"] = self.ok
-        return out
+__all__ = ["available_cpus", "judge_program"]
 
 
 def available_cpus() -> int:
@@ -218,19 +133,6 @@ def _remove_leftover_roots() -> None:
         _remove_root(root)
 
 
-def parse_case(rules: ScoringRules, name: str, text: str) -> Any:
-    """``rules.parse_input(text)``, any failure turned into one-line ``ValueError`` naming the case.
-
-    Raises:
-        ValueError: ``"case NAME: PROBLEM"``.
-    """
-    try:
-        return rules.parse_input(text)
-    except Exception as exc:  # noqa: BLE001 - whatever the parser raised, name the case
-        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ValueError(f"case {name}: {detail}") from None
-
-
 def _judge_case(binary: str, case: Case, rules: ScoringRules, limits: NativeLimits, workdir: str) -> CaseResult:
     """Run and score one case in ``workdir`` (removed afterwards)."""
     os.mkdir(workdir)
@@ -246,11 +148,6 @@ def _judge_case(binary: str, case: Case, rules: ScoringRules, limits: NativeLimi
                               wall_s=run.wall_s, cpu_s=run.cpu_s)
         if not run.ok:
             return CaseResult(case.name, run.status, message=run.message, wall_s=run.wall_s, cpu_s=run.cpu_s)
-        try:
-            score = rules.score_output(case.parsed, decode_output(run.stdout[:limits.output_bytes]))
-        except AHCInvalid as exc:
-            return CaseResult(case.name, "wrong_answer", message=str(exc), rule=exc.rule,
-                              wall_s=run.wall_s, cpu_s=run.cpu_s)
-        return CaseResult(case.name, "accepted", score=score, wall_s=run.wall_s, cpu_s=run.cpu_s)
+        return score_case_output(case, rules, run.stdout[:limits.output_bytes], wall_s=run.wall_s, cpu_s=run.cpu_s)
     finally:
         remove_tree(workdir)  # never raises (a 1,500-level tree once crashed shutil.rmtree)

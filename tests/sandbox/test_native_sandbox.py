@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 
 from discoverygym.errors import BackendUnavailable, SandboxError
-from discoverygym.rewards import native_sandbox
-from discoverygym.rewards.native_sandbox import (
+from discoverygym.sandbox import native
+from discoverygym.sandbox.native import (
     NativeLimits,
     compile_cpp,
     native_bwrap_available,
     native_landlock_available,
     run_executable,
 )
-from discoverygym.rewards.sandbox import NO_LANDLOCK_ENV
+from discoverygym.sandbox.probes import NO_LANDLOCK_ENV
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
 
@@ -201,7 +201,7 @@ def test_program_cannot_write_outside_its_directory(tmp_path, use_bwrap):
     outside = tempfile.mkdtemp(prefix="test-native-outside-")
     try:
         os.chmod(outside, 0o777)  # writable by any uid: only Landlock (or bwrap) stops the write
-        launcher, _ = native_sandbox._launcher()
+        launcher, _ = native._launcher()
         before = Path(launcher).read_bytes()
         targets = [os.path.join(outside, "pwned"), launcher, "local.txt", "/dev/null"]
         result = _run_on(tmp_path, binary, "\n".join(targets) + "\n", use_bwrap)
@@ -210,7 +210,7 @@ def test_program_cannot_write_outside_its_directory(tmp_path, use_bwrap):
         assert lines[:4] == [f"{targets[0]} refused", f"{launcher} refused", "local.txt written", "/dev/null written"]
         assert not os.path.exists(targets[0]) and Path(launcher).read_bytes() == before
         if not use_bwrap and os.geteuid() == 0:
-            assert lines[4] == f"uid {native_sandbox.SANDBOX_UID}"  # root drops to "nobody"
+            assert lines[4] == f"uid {native.SANDBOX_UID}"  # root drops to "nobody"
     finally:
         shutil.rmtree(outside, ignore_errors=True)
 
@@ -264,7 +264,7 @@ def test_output_over_the_cap_is_refused_even_when_sigxfsz_is_ignored(tmp_path, u
 
 def test_launcher_is_private_and_checked_before_each_run(tmp_path):
     binary = _compile(tmp_path, "echo2", PROGRAMS["echo"], None)
-    launcher, _ = native_sandbox._launcher()
+    launcher, _ = native._launcher()
     for path in (launcher, os.path.dirname(launcher)):
         info = os.lstat(path)
         assert info.st_uid == os.geteuid() and not info.st_mode & 0o022
