@@ -75,8 +75,12 @@ class EvaluatorSpec:
     kwargs: dict = field(default_factory=dict)
 
     def make(self) -> gym.Env:
-        """A fresh environment, ``gym.make(self.env_id, **self.kwargs)`` (judge with ``.unwrapped.evaluate``)."""
-        return gym.make(self.env_id, **self.kwargs)
+        """A fresh environment, ``gym.make(self.env_id, **self.kwargs)`` (judge with ``.unwrapped.evaluate``).
+
+        Gymnasium's passive checker is left out: workers only call ``evaluate`` (and the runner one
+        ``reset``), and its warnings would reach the search's terminal.
+        """
+        return gym.make(self.env_id, disable_env_checker=True, **self.kwargs)
 
 
 @dataclass(frozen=True)
