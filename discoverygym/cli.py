@@ -16,13 +16,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 from rich.console import Console
 from rich.table import Table
 
 from discoverygym.agents import cli as agents_cli
 from discoverygym.agents import irft_cli
-import gymnasium as gym
-
 from discoverygym.envs.registry import ENVS, PROGRAM_TASKS, make_task, option_names
 from discoverygym.errors import BackendUnavailable
 from discoverygym.rewards.sandbox import SandboxLimits

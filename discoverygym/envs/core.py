@@ -130,7 +130,7 @@ class CandidateEnv(gym.Env[ObsType, ActType], ABC):
         *,
         parent: State | None = None,
         seed: int | None = None,
-        id: str | None = None,  # noqa: A002 - the State field's name
+        id: str | None = None,
         parent_ids: Sequence[str] | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> State:

@@ -220,7 +220,7 @@ class ProgramEnv(CandidateEnv[dict, str]):
             return self._copy_given(state)
         stored = State.from_dict(dict(state))
         if not isinstance(stored.code, str):
-            raise ValueError("options['state'] has no program ('code') to judge")
+            raise ValueError("options['state'] has no program ('code') to judge")  # noqa: TRY004 - a bad value
         checked = self.evaluate_program(stored.code, seed=self._new_seed(), id=stored.id,
                                         parent_ids=stored.parent_ids)
         if not checked.valid:

@@ -225,12 +225,13 @@ def make_construction_env(problem: Problem | str, **env_kwargs: Any) -> Discover
             ``horizon``, ``render_mode``, ``sandbox``, ``program_budget_s``).
 
     Raises:
-        ValueError: unknown problem name, bad action mode or horizon. TypeError: an unknown option.
+        ValueError: unknown problem name, bad action mode or horizon.
+        TypeError: an unknown option, or a ProgramTask given as the problem.
     """
     if isinstance(problem, str):
         problem = get_problem(problem)
     if isinstance(problem, ProgramTask):
-        raise ValueError(f"problem {problem.name!r} is a program task: build it with a program env id")
+        raise TypeError(f"problem {problem.name!r} is a program task: build it with a program env id")
     return DiscoveryEnv(problem, **env_kwargs)
 
 

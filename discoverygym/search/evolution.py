@@ -44,7 +44,7 @@ from discoverygym.agents.policies import Policy, SamplingContext, make_policy
 from discoverygym.envs.registry import problem_of
 from discoverygym.search.archive import Archive, state_record
 from discoverygym.search.checks import ACTION_MODES, check_action_mode, check_kwargs, policy_factory
-from discoverygym.search.executors import EvalResult, EvaluatorSpec, EvalTask, Evaluator, make_evaluator
+from discoverygym.search.executors import EvalResult, EvalTask, Evaluator, EvaluatorSpec, make_evaluator
 from discoverygym.search.runlog import RunLog, ScalarWriter
 from discoverygym.search.selectors import Selector, make_selector, selector_class
 from discoverygym.types import State, to_jsonable
