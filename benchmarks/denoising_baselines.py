@@ -66,7 +66,7 @@ def main() -> None:
                          "wall_s": time.perf_counter() - start})
         env = ProgramEnv(task)
         with open(EXAMPLE) as fh:
-            state = env.evaluate_program(fh.read(), seed=0)
+            state = env.evaluate(fh.read(), seed=0)
         md = state.metadata
         rows.append({"name": "example denoise_diffusion.py (sandbox)", "mse_norm": md.get("mse_norm", np.nan),
                      "poisson_norm": md.get("poisson_norm", np.nan), "mean_score": md.get("mean_score", np.nan),

@@ -50,7 +50,7 @@ def polish_only(env_id: str, seed: int, budget_s: float, polish_kwargs: dict) ->
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < budget_s:
         x = polish(x, **polish_kwargs)
-        state = env.evaluate_construction(x)
+        state = env.evaluate(x)
         if state.valid and state.reward > best.reward:
             best = state
         else:  # stuck: restart from a perturbation of the best

@@ -16,13 +16,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 from rich.console import Console
 from rich.table import Table
 
 from discoverygym.agents import cli as agents_cli
 from discoverygym.agents import irft_cli
-from discoverygym.envs.base import DiscoveryEnv
-from discoverygym.envs.registry import ENVS, PROGRAM_TASKS, is_program_env, make_env, make_task
+from discoverygym.envs.registry import ENVS, PROGRAM_TASKS, make_task, option_names
 from discoverygym.errors import BackendUnavailable
 from discoverygym.sandbox.python import SandboxLimits
 from discoverygym.search import cli as search_cli
@@ -106,26 +106,28 @@ def _evaluate(env_id: str, path: Path, timeout_s: float | None, seed: int = 0,
               **task_options: Any) -> tuple[State, Any]:
     """:func:`evaluate`, also returning the Problem / ProgramTask that judged the candidate."""
     options = {k: v for k, v in task_options.items() if v is not None}
-    if is_program_env(env_id):
-        try:
-            env = make_env(env_id, **options)
-        except (TypeError, ValueError) as exc:
-            raise UsageError(f"{env_id}: {exc}") from None
-        try:
-            return env.evaluate_program(_read_text(path), seed=seed), env.task
-        except (ValueError, OSError) as exc:  # bad case files, a data set missing offline...
-            raise UsageError(f"{env_id}: {exc}") from None
-    if env_id not in ENVS:
-        raise UsageError(f"unknown env {env_id!r}; run `discoverygym list`")
-    if options:
-        raise UsageError(f"{env_id} takes no {', '.join('--' + k.replace('_', '-') for k in options)} option")
-    if path.suffix == ".py":
-        limits = SandboxLimits(timeout_s=60.0 if timeout_s is None else timeout_s, memory_mb=4096)
-        env = DiscoveryEnv(ENVS[env_id], action_mode="code", sandbox=limits)
-        _, info = env.reset(seed=seed)
-        return env.evaluate_program(_read_text(path), parent=info["state"], seed=seed), env.problem
-    env = DiscoveryEnv(ENVS[env_id])
-    return env.evaluate_construction(load_construction(path)), env.problem
+    try:
+        accepted = option_names(env_id)
+    except ValueError:
+        raise UsageError(f"unknown env {env_id!r}; run `discoverygym list`") from None
+    refused = [k for k in options if accepted is not None and k not in accepted]
+    if refused:
+        raise UsageError(f"{env_id} takes no {', '.join('--' + k.replace('_', '-') for k in refused)} option")
+    try:
+        env = gym.make(env_id, **options).unwrapped
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"{env_id}: {exc}") from None
+    if env.action_kind == "construction":
+        if path.suffix == ".py":  # a program that returns a construction
+            limits = SandboxLimits(timeout_s=60.0 if timeout_s is None else timeout_s, memory_mb=4096)
+            env = gym.make(env_id, action_mode="code", sandbox=limits).unwrapped
+            _, info = env.reset(seed=seed)
+            return env.evaluate(_read_text(path), parent=info["state"], seed=seed), env.problem
+        return env.evaluate(load_construction(path)), env.problem
+    try:
+        return env.evaluate(_read_text(path), seed=seed), env.problem
+    except (ValueError, OSError) as exc:  # bad case files, a data set missing offline...
+        raise UsageError(f"{env_id}: {exc}") from None
 
 
 def _read_text(path: Path) -> str:

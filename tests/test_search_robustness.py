@@ -18,7 +18,7 @@ import pytest
 
 from discoverygym.search import cli
 from discoverygym.search.evolution import EvolutionarySearch, SearchConfig
-from discoverygym.search.executors import EnvSpec, EvalTask, LocalEvaluator
+from discoverygym.search.executors import EvalTask, EvaluatorSpec, LocalEvaluator
 
 ENV = "CirclePacking-26-v0"
 REPO = Path(__file__).resolve().parents[1]
@@ -87,12 +87,12 @@ def test_killed_cli_search_leaves_no_process_behind(tmp_path):
 
 _POOL_SCRIPT = """
 import sys, threading, time
-from discoverygym.search.executors import EnvSpec, EvalTask, LocalEvaluator
+from discoverygym.search.executors import EvalTask, EvaluatorSpec, LocalEvaluator
 
 POOLS = []
 
 def start():
-    POOLS.append(LocalEvaluator(EnvSpec("{env}"), workers=2, start_method={method!r}))
+    POOLS.append(LocalEvaluator(EvaluatorSpec("{env}"), workers=2, start_method={method!r}))
     POOLS[0].warm_up()
     print("ready", flush=True)
 
@@ -124,8 +124,8 @@ def test_pool_workers_die_with_their_owner_whatever_thread_started_them(tmp_path
 
 
 def test_pool_workers_outlive_the_thread_that_started_them():
-    _, info = EnvSpec(ENV).make().reset(seed=0)
-    ev = LocalEvaluator(EnvSpec(ENV), workers=1)
+    _, info = EvaluatorSpec(ENV).make().reset(seed=0)
+    ev = LocalEvaluator(EvaluatorSpec(ENV), workers=1)
     try:
         t = threading.Thread(target=ev.warm_up)  # no death signal tied to this thread
         t.start()
@@ -174,7 +174,7 @@ def test_non_positive_workers_is_a_usage_error(tmp_path, capsys, workers):
 
 def test_non_positive_workers_is_refused_by_the_library(tmp_path):
     with pytest.raises(ValueError, match="workers"):
-        LocalEvaluator(EnvSpec(ENV), workers=0)
+        LocalEvaluator(EvaluatorSpec(ENV), workers=0)
     with pytest.raises(ValueError, match="workers"):
         EvolutionarySearch(SearchConfig(ENV, L=1), tmp_path / "w", workers=0, tensorboard=False)
 

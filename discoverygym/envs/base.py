@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import numpy as np
@@ -34,11 +35,12 @@ from discoverygym.types import State, to_jsonable
 MAX_TEXT = 1_000_000
 
 
-class DiscoveryEnv(CandidateEnv):
+class DiscoveryEnv(CandidateEnv[dict, Any]):
     """Gymnasium environment over candidate solutions of one discovery problem.
 
     Args:
-        problem: a :class:`Problem` or the name of a registered one (``"erdos_min_overlap"``).
+        problem: a :class:`Problem` (registered ones are built by ``gym.make(env_id)``, which
+            resolves the name; this class takes objects only).
         action_mode: ``"construction"`` (action = array/list, scored directly) or ``"code"``
             (action = Python source defining ``construct(seed, budget_s, parent)``, run in the
             sandbox; the returned construction is re-verified here).
@@ -59,13 +61,20 @@ class DiscoveryEnv(CandidateEnv):
     ``failure_reward``. Everything in ``info`` except ``state.metadata`` is deterministic given the
     seed and the action, so seeded runs repeat exactly (``check_env``'s determinism check).
 
+    Attributes:
+        action_kind: ``action_mode`` (``"construction"`` or ``"code"``).
+        thread_safe_evaluate: True (verifiers are pure; programs run in their own process).
+
     Raises (constructor):
-        ValueError: unknown problem name or action mode, horizon < 1.
+        TypeError: a problem name instead of a :class:`Problem`.
+        ValueError: unknown action mode, horizon < 1.
     """
+
+    thread_safe_evaluate = True  # a pure verifier, and programs run in their own sandbox process
 
     def __init__(
         self,
-        problem: Problem | str,
+        problem: Problem,
         action_mode: Literal["construction", "code"] = "construction",
         horizon: int = 1,
         render_mode: str | None = None,
@@ -73,13 +82,15 @@ class DiscoveryEnv(CandidateEnv):
         program_budget_s: float | None = None,
     ) -> None:
         if isinstance(problem, str):
-            from discoverygym.envs.registry import get_problem
-
-            problem = get_problem(problem)
+            raise TypeError(
+                f"DiscoveryEnv takes a Problem, not the name {problem!r}: build a registered env with "
+                "gym.make(env_id) (or pass discoverygym.envs.get_problem(name))"
+            )
         if action_mode not in ("construction", "code"):
             raise ValueError(f"action_mode must be 'construction' or 'code', got {action_mode!r}")
         self._init_common(problem, horizon, render_mode)
         self.action_mode = action_mode
+        self.action_kind = action_mode
         self.sandbox = sandbox or SandboxLimits(timeout_s=60.0, memory_mb=4096)
         self.program_budget_s = program_budget_s or 0.8 * self.sandbox.timeout_s
         self._construction_space = self._make_construction_space()
@@ -101,8 +112,35 @@ class DiscoveryEnv(CandidateEnv):
         return spaces.Sequence(spaces.Box(-np.inf, np.inf, shape=row, dtype=np.float64), stack=True)
 
     # ----------------------------------------------------------------- evaluation
+    def _judge(self, action: Any, parent: State | None, seed: int, fields: dict) -> State:
+        """:meth:`CandidateEnv.evaluate`'s work: verify a construction, or run a program (code mode)."""
+        if self.action_mode == "code":
+            return self.evaluate_program(action, parent=parent, seed=seed, **fields)
+        return self.evaluate_construction(action, **fields)
+
+    def admit(self, state: State | Mapping) -> State:
+        """A copy of ``state`` with its solution re-verified here, whatever score it claims.
+
+        Args:
+            state: a :class:`State` or its ``to_dict()`` form; it is not mutated.
+
+        Returns:
+            A copy with the verified ``score``/``reward``, ``valid=True`` and ``error=None``; id,
+            parents, code and (a copy of the) metadata are kept.
+
+        Raises:
+            ValueError: the solution is not a valid construction of this problem.
+        """
+        given = State.from_dict(dict(state)) if isinstance(state, Mapping) else state
+        checked = self.evaluate_construction(given.solution)
+        if not checked.valid:
+            raise ValueError(f"options['state'] is not a valid {self.problem.name} construction: {checked.error}")
+        return self._copy_given(given, score=checked.score, reward=checked.reward, valid=True, error=None)
+
     def evaluate_construction(self, construction: Any, **state_fields: Any) -> State:
         """Verify a construction and wrap it in a :class:`State` (never raises for bad input).
+
+        Internal to ``envs/`` (and kept for existing callers); use :meth:`evaluate`.
 
         Args:
             construction: anything; the problem's verifier decides validity.
@@ -139,7 +177,7 @@ class DiscoveryEnv(CandidateEnv):
         )
 
     def evaluate_program(self, source: str, parent: State | None = None, seed: int = 0, **state_fields: Any) -> State:
-        """Run a program in the sandbox and verify the construction it returns.
+        """Run a program in the sandbox and verify the construction it returns (internal; use :meth:`evaluate`).
 
         Args:
             source: Python source defining the problem's entry function (see ``problem.prompt()``).
@@ -172,7 +210,8 @@ class DiscoveryEnv(CandidateEnv):
         Args:
             seed: seeds ``self.np_random`` (initial construction and program seeds).
             options: ``{"state": State | dict}`` injects a start state (how reuse wrappers work);
-                its solution is re-verified here, whatever score it claims.
+                its solution is re-verified here, whatever score it claims (:meth:`admit`: the
+                episode starts from a copy, the caller's state is not mutated).
 
         Raises:
             ValueError: the injected state's solution is invalid.
@@ -187,35 +226,8 @@ class DiscoveryEnv(CandidateEnv):
             if not self.state.valid:  # a bug in the problem definition, not user input
                 raise RuntimeError(f"initial state of {self.problem.name} is invalid: {self.state.error}")
         else:
-            if isinstance(given, dict):
-                given = State.from_dict(given)
-            checked = self.evaluate_construction(given.solution)
-            if not checked.valid:
-                raise ValueError(f"options['state'] is not a valid {self.problem.name} construction: {checked.error}")
-            given.score, given.reward, given.valid, given.error = checked.score, checked.reward, True, None
-            self.state = given
+            self.state = self.admit(given)  # a copy: the caller's state is never mutated
         return self._observation(), self._info(self.state)
-
-    def step(self, action: Any) -> tuple[dict, float, bool, bool, dict]:
-        """Evaluate one proposed candidate (a construction, or a program in code mode).
-
-        Returns:
-            ``(obs, reward, terminated, truncated, info)``; ``terminated`` after ``horizon`` steps;
-            ``truncated`` is always False. The new candidate is ``info["state"]``; when valid and
-            the horizon is > 1, it becomes the current state.
-
-        Raises:
-            RuntimeError: ``step`` before ``reset``.
-        """
-        if self.state is None:
-            raise RuntimeError("call reset() before step()")
-        parent = self.state
-        common = {"parent_ids": (parent.id,), "metadata": {"step": self._steps}, "id": self._new_id()}
-        if self.action_mode == "code":
-            child = self.evaluate_program(action, parent=parent, seed=self._new_seed(), **common)
-        else:
-            child = self.evaluate_construction(action, **common)
-        return self._finish_step(child)
 
     def _picture(self, state: State, size: int) -> np.ndarray:
         """The problem's picture of a construction (``render_mode="rgb_array"``)."""

@@ -2,20 +2,36 @@
 
 :class:`CandidateEnv` is the one base of :class:`~discoverygym.envs.base.DiscoveryEnv`
 (constructions, and programs that return one) and :class:`~discoverygym.envs.program.ProgramEnv`
-(programs judged by running them): argument checks, seeded state ids, the ``info`` dict, the
+(programs judged by running them): argument checks, seeded state ids, the public
+:meth:`~CandidateEnv.evaluate` and :meth:`~CandidateEnv.admit`, ``step``, the ``info`` dict, the
 reward convention. :func:`reward_of` and :func:`problem_header` serve both kinds of problem.
+
+Code outside ``envs/`` never asks which kind of env it holds: it reads
+``env.unwrapped.action_kind`` (what an action is) and ``env.unwrapped.thread_safe_evaluate``
+(whether :meth:`~CandidateEnv.evaluate` may run in threads), and calls
+``env.unwrapped.evaluate(...)``.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+import dataclasses
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Literal, TypeVar
 
 import gymnasium as gym
 import numpy as np
 
+from discoverygym.protocols import ProblemProtocol
 from discoverygym.types import State
 
-__all__ = ["MEASUREMENTS", "CandidateEnv", "problem_header", "reward_of"]
+ObsType = TypeVar("ObsType")
+ActType = TypeVar("ActType")
+
+#: what an env's actions are: ``"construction"`` (array/list) or ``"code"`` (program text).
+ActionKind = Literal["construction", "code"]
+
+__all__ = ["MEASUREMENTS", "ActType", "ActionKind", "CandidateEnv", "ObsType", "problem_header", "reward_of"]
 
 #: metadata keys that are measurements (vary run to run), kept out of ``info["metrics"]``.
 MEASUREMENTS = ("stdout", "stderr", "elapsed_s", "sandbox_s")
@@ -40,7 +56,7 @@ def reward_of(direction: str, reward_scale: float, score: float) -> float:
     return reward_scale / float(score)
 
 
-def problem_header(problem: Any) -> str:
+def problem_header(problem: ProblemProtocol) -> str:
     """The first part of every prompt: title, statement, what is scored and the published record."""
     better = "lower" if problem.direction == "min" else "higher"
     value = problem.sota["value"]
@@ -54,15 +70,41 @@ def problem_header(problem: Any) -> str:
     )
 
 
-class CandidateEnv(gym.Env):
+class CandidateEnv(gym.Env[ObsType, ActType], ABC):
     """Shared base: a state is a candidate with its verified score; an action proposes a new one.
+
+    Generic over the observation and action types as :class:`gymnasium.Env` is
+    (``DiscoveryEnv``: ``CandidateEnv[dict, Any]``; ``ProgramEnv``: ``CandidateEnv[dict, str]``).
+
+    Public contract (beyond Gymnasium's):
+
+    * :attr:`action_kind` — ``"construction"`` or ``"code"``: what :meth:`step` and
+      :meth:`evaluate` accept.
+    * :attr:`thread_safe_evaluate` — whether :meth:`evaluate` may be called from several threads
+      of one process at once (with explicit ``id`` and ``seed`` the results do not depend on the
+      thread order).
+    * :meth:`evaluate` — judge one candidate without touching the episode.
+    * :meth:`admit` — the state as this env would start an episode from it (``reset(options=
+      {"state": s})`` and the reuse wrappers' archive seeds use it); never mutates its argument.
+    * :attr:`problem` — the problem (:class:`~discoverygym.protocols.ProblemProtocol`).
+
+    Rule for initial states: the state ``reset()`` returned can always be passed back to
+    :meth:`admit` (and so to a reuse wrapper's ``initial_states``) at no cost beyond a
+    construction's re-verification: a program env trusts a :class:`State` object it is given
+    and never re-runs its program; a ``dict`` (read from disk) is judged again.
 
     Subclasses set ``self.problem`` (anything with ``sota``, ``failure_reward``), ``self.horizon``,
     ``self.render_mode`` and ``self.failure_reward`` through :meth:`_init_common`, and implement
-    ``reset``/``step`` with :meth:`_new_id`, :meth:`_new_seed` and :meth:`_info`.
+    :meth:`_judge` (evaluation), :meth:`admit`, ``reset``, ``summary``, ``_observation`` and
+    ``_picture``.
     """
 
     metadata: ClassVar[dict] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 1}
+    #: what an action is (see the class docstring); a subclass or instance attribute.
+    action_kind: ActionKind
+    #: whether :meth:`evaluate` may run in several threads at once.
+    thread_safe_evaluate: bool = False
+    problem: Any
 
     def _init_common(self, problem: Any, horizon: int, render_mode: str | None) -> None:
         """Check and store the arguments every env takes.
@@ -81,7 +123,84 @@ class CandidateEnv(gym.Env):
         self.state: State | None = None
         self._steps = 0
 
-    def _finish_step(self, child: State) -> tuple[dict, float, bool, bool, dict]:
+    # ----------------------------------------------------------------- evaluation
+    def evaluate(
+        self,
+        action: ActType,
+        *,
+        parent: State | None = None,
+        seed: int | None = None,
+        id: str | None = None,
+        parent_ids: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> State:
+        """Judge one candidate without touching the episode (no ``reset`` needed; ``state`` unchanged).
+
+        This is what :meth:`step` does to its action, and what search executors, the CLI, the
+        reuse wrappers and the trainers call. It never raises for a bad candidate: an invalid
+        one becomes a :class:`State` with the failure reward and the reason in ``error``.
+
+        Args:
+            action: a construction (``action_kind == "construction"``) or program text (``"code"``).
+            parent: the state the candidate was derived from: its id is the child's parent, and in
+                code mode of a construction problem its solution is passed to the program as
+                ``parent``.
+            seed: the program's seed (code); ``None`` draws one from ``self.np_random``. Ignored
+                for constructions.
+            id: the child's id; ``None`` draws one from ``self.np_random`` (as ``step`` does, id
+                first, then the seed).
+            parent_ids: the child's parents (default ``(parent.id,)``, or ``()`` without parent);
+                several for multi-inspiration prompts.
+            metadata: extra metadata for the child (e.g. ``{"step": 3}``), merged under the
+                verifier's facts and timings.
+
+        Returns:
+            The child :class:`State`: valid with ``score`` and ``reward``, or invalid with the
+            failure reward; ``code`` is the program in code mode; ``metadata`` holds the timings
+            (``elapsed_s``, ``sandbox_s``, seconds) and the verifier's metrics.
+        """
+        fields = {
+            "id": self._new_id() if id is None else str(id),
+            "parent_ids": tuple(parent_ids) if parent_ids is not None else ((parent.id,) if parent is not None else ()),
+            "metadata": dict(metadata or {}),
+        }
+        if seed is None and self.action_kind == "code":
+            seed = self._new_seed()
+        return self._judge(action, parent, 0 if seed is None else int(seed), fields)
+
+    @abstractmethod
+    def _judge(self, action: Any, parent: State | None, seed: int, fields: dict) -> State:
+        """Score ``action`` into a :class:`State` built with ``fields`` (``id``, ``parent_ids``, ``metadata``)."""
+
+    @abstractmethod
+    def admit(self, state: State | dict) -> State:
+        """A copy of ``state`` as this env starts an episode from it (the argument is never mutated).
+
+        Raises:
+            ValueError: the state fails when judged again (the message says why).
+        """
+
+    def step(self, action: ActType) -> tuple[ObsType, float, bool, bool, dict]:
+        """Evaluate one proposed candidate against the current state (:meth:`evaluate`).
+
+        Returns:
+            ``(obs, reward, terminated, truncated, info)``; ``terminated`` after ``horizon`` steps;
+            ``truncated`` is always False. The new candidate is ``info["state"]``; when valid and
+            the horizon is > 1, it becomes the current state.
+
+        Raises:
+            RuntimeError: ``step`` before ``reset``.
+        """
+        if self.state is None:
+            raise RuntimeError("call reset() before step()")
+        child = self.evaluate(action, parent=self.state, metadata={"step": self._steps})
+        return self._finish_step(child)
+
+    def _copy_given(self, state: State, **changes: Any) -> State:
+        """A copy of a caller's state (its metadata dict copied too), with ``changes`` applied."""
+        return dataclasses.replace(state, metadata=dict(state.metadata), **changes)
+
+    def _finish_step(self, child: State) -> tuple[ObsType, float, bool, bool, dict]:
         """Record one evaluated candidate and build ``step``'s return value.
 
         A valid child becomes the current state (the parent of the next step when horizon > 1);
@@ -93,6 +212,17 @@ class CandidateEnv(gym.Env):
         terminated = self._steps >= self.horizon
         return self._observation(), float(child.reward), terminated, False, self._info(child)
 
+    @abstractmethod
+    def _observation(self) -> ObsType:
+        """The observation of the current state."""
+
+    @abstractmethod
+    def _picture(self, state: State, size: int) -> np.ndarray:
+        """uint8 ``(size, size, 3)`` picture of a state."""
+
+    @abstractmethod
+    def summary(self, state: State) -> str:
+        """One-paragraph text description of a state (the ``ansi`` render mode)."""
     def render(self) -> str | np.ndarray | None:
         """``"ansi"``: a text summary; ``"rgb_array"``: a uint8 (256, 256, 3) picture of the state."""
         if self.render_mode is None or self.state is None:

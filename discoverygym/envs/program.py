@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 from gymnasium import spaces
 
 from discoverygym.envs.core import CandidateEnv, problem_header, reward_of
+from discoverygym.envs.render import bars
 from discoverygym.envs.spaces import UnicodeText
 from discoverygym.errors import InvalidSolution
 from discoverygym.rewards.common import Score
@@ -62,6 +64,8 @@ class ProgramTask(ABC):
         evaluate_initial: whether ``reset()`` scores the initial program (False when scoring needs
             hardware that may be absent, e.g. a GPU; the initial state then has ``score=None``).
         nondeterministic: scores are measurements (timings) that vary between runs.
+        thread_safe: :meth:`evaluate` may run in several threads of one process at once (default
+            False: tasks may share a GPU, a compile directory or a data cache).
         row_len: always ``None`` (no construction); present for code that reads ``Problem.row_len``.
     """
 
@@ -77,6 +81,7 @@ class ProgramTask(ABC):
     reward_scale: ClassVar[float] = 1.0
     evaluate_initial: ClassVar[bool] = True
     nondeterministic: ClassVar[bool] = False
+    thread_safe: ClassVar[bool] = False
     row_len: ClassVar[None] = None
 
     @property
@@ -124,8 +129,6 @@ class ProgramTask(ABC):
 
         Tasks override this (kernel timing bars, denoised vs test expression).
         """
-        from discoverygym.envs.render import bars
-
         values = state.metadata.get("case_scores") if state.valid else None
         return bars(values or [], size)
 
@@ -134,17 +137,18 @@ class ProgramTask(ABC):
         return []
 
 
-class ProgramEnv(CandidateEnv):
+class ProgramEnv(CandidateEnv[dict, str]):
     """Gymnasium environment whose actions are programs judged by a :class:`ProgramTask`.
 
     Args:
-        task: a :class:`ProgramTask`, or a registered task name (see
-            :data:`discoverygym.envs.registry.PROGRAM_TASKS`) built with ``**task_kwargs``.
+        task: a built :class:`ProgramTask` (registered ones are built by ``gym.make(env_id,
+            **task_options)``, which resolves the name; this class takes objects only).
         action_mode: must be ``"code"`` (accepted so that code written for every env can pass it).
         horizon: steps per episode (1 = one proposal per episode, as in the papers). With
             horizon > 1 each valid child becomes the parent of the next step.
         render_mode: ``None``, ``"ansi"`` (text summary) or ``"rgb_array"`` (picture).
-        **task_kwargs: options of the task factory (``n_cases``, ``dataset``, ``device``...).
+        **task_kwargs: refused (task options belong to ``gym.make(env_id, ...)``, which builds the
+            task with them).
 
     Observation (``spaces.Dict``): ``prompt`` (str: statement, contract, current score and
     program) and ``score`` (float64 array of shape (1,); the worst value, -inf when maximising and
@@ -157,30 +161,40 @@ class ProgramEnv(CandidateEnv):
     facts, e.g. per-case scores), ``sota`` (a NaN record, i.e. none published, becomes ``None``),
     ``failure_reward``.
 
+    Attributes:
+        action_kind: always ``"code"``.
+        thread_safe_evaluate: the task's ``thread_safe``.
+        task: the :class:`ProgramTask` (also ``problem``, the name search and agents use).
+
     Raises (constructor):
-        ValueError: unknown task name, ``action_mode != "code"``, horizon < 1, bad render mode.
+        TypeError: a task name instead of a :class:`ProgramTask`.
+        ValueError: task options, ``action_mode != "code"``, horizon < 1, bad render mode.
     """
 
     action_mode = "code"
+    action_kind = "code"
 
     def __init__(
         self,
-        task: ProgramTask | str,
+        task: ProgramTask,
         action_mode: str = "code",
         horizon: int = 1,
         render_mode: str | None = None,
         **task_kwargs: Any,
     ) -> None:
         if isinstance(task, str):
-            from discoverygym.envs.registry import make_task
-
-            task = make_task(task, **task_kwargs)
-        elif task_kwargs:
-            raise ValueError(f"task options {sorted(task_kwargs)} need a task name, not a built task")
+            raise TypeError(
+                f"ProgramEnv takes a built ProgramTask, not the name {task!r}: build a registered env with "
+                "gym.make(env_id, **task_options)"
+            )
+        if task_kwargs:
+            raise ValueError(f"task options {sorted(task_kwargs)} need a task name (gym.make(env_id, ...)), "
+                             "not a built task")
         if action_mode != "code":
             raise ValueError(f"{task.title} candidates are programs: action_mode must be 'code', got {action_mode!r}")
         self._init_common(task, horizon, render_mode)  # ``problem``: the name search and agents use
         self.task = task
+        self.thread_safe_evaluate = bool(getattr(task, "thread_safe", False))
         self.observation_space = spaces.Dict(
             {
                 "prompt": UnicodeText(MAX_PROGRAM, min_length=0),
@@ -190,8 +204,31 @@ class ProgramEnv(CandidateEnv):
         self.action_space = UnicodeText(MAX_PROGRAM, min_length=0)
 
     # ----------------------------------------------------------------- evaluation
+    def _judge(self, action: Any, parent: State | None, seed: int, fields: dict) -> State:
+        """:meth:`CandidateEnv.evaluate`'s work: judge a program with the task."""
+        return self.evaluate_program(action, seed=seed, **fields)
+
+    def admit(self, state: State | Mapping) -> State:
+        """A copy of ``state`` to start from: a :class:`State` object is taken as scored by this env
+        (its program is not run again, an unscored initial state stays unscored); a mapping (read
+        from disk) is judged again by running its ``code``, whatever score it claims.
+
+        Raises:
+            ValueError: a mapping without code, or whose program fails now.
+        """
+        if not isinstance(state, Mapping):
+            return self._copy_given(state)
+        stored = State.from_dict(dict(state))
+        if not isinstance(stored.code, str):
+            raise ValueError("options['state'] has no program ('code') to judge")  # noqa: TRY004 - a bad value
+        checked = self.evaluate_program(stored.code, seed=self._new_seed(), id=stored.id,
+                                        parent_ids=stored.parent_ids)
+        if not checked.valid:
+            raise ValueError(f"options['state'] fails as a {self.task.name} program: {checked.error}")
+        return checked
+
     def evaluate_program(self, source: Any, parent: State | None = None, seed: int = 0, **state_fields: Any) -> State:
-        """Judge one program with the task (never raises for a bad candidate).
+        """Judge one program with the task (never raises for a bad candidate; internal, use :meth:`evaluate`).
 
         Args:
             source: program text.
@@ -228,9 +265,10 @@ class ProgramEnv(CandidateEnv):
 
         Args:
             seed: seeds ``self.np_random`` (state ids and the seeds passed to :meth:`evaluate`).
-            options: ``{"state": State | dict}`` injects a start state (how reuse wrappers work).
-                A :class:`State` object is taken as scored by this env; a ``dict`` (read from
-                disk) is re-judged by running its ``code`` again, whatever score it claims.
+            options: ``{"state": State | dict}`` injects a start state (how reuse wrappers work),
+                through :meth:`admit`: a :class:`State` object is taken as scored by this env
+                (the episode starts from a copy); a ``dict`` (read from disk) is re-judged by
+                running its ``code`` again, whatever score it claims.
 
         Raises:
             ValueError: an injected dict state without code, or whose program fails now.
@@ -248,35 +286,9 @@ class ProgramEnv(CandidateEnv):
             else:
                 self.state = State(None, None, self.failure_reward, False, code=program, id=self._new_id(),
                                    error="not scored at reset (evaluate_initial=False)")
-        elif isinstance(given, dict):
-            stored = State.from_dict(given)
-            if not isinstance(stored.code, str):
-                raise ValueError("options['state'] has no program ('code') to judge")
-            checked = self.evaluate_program(stored.code, seed=self._new_seed(), id=stored.id,
-                                            parent_ids=stored.parent_ids)
-            if not checked.valid:
-                raise ValueError(f"options['state'] fails as a {self.task.name} program: {checked.error}")
-            self.state = checked
         else:
-            self.state = given
+            self.state = self.admit(given)  # a copy: the caller's state is never mutated
         return self._observation(), self._info(self.state)
-
-    def step(self, action: Any) -> tuple[dict, float, bool, bool, dict]:
-        """Judge one proposed program.
-
-        Returns:
-            ``(obs, reward, terminated, truncated, info)``; ``terminated`` after ``horizon`` steps;
-            ``truncated`` is always False. The new candidate is ``info["state"]``.
-
-        Raises:
-            RuntimeError: ``step`` before ``reset``.
-        """
-        if self.state is None:
-            raise RuntimeError("call reset() before step()")
-        parent = self.state
-        child = self.evaluate_program(action, seed=self._new_seed(), parent_ids=(parent.id,),
-                                      metadata={"step": self._steps}, id=self._new_id())
-        return self._finish_step(child)
 
     def _picture(self, state: State, size: int) -> np.ndarray:
         """The task's picture of a state (``render_mode="rgb_array"``)."""

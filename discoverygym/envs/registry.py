@@ -8,6 +8,19 @@ Two kinds of problem share the registry:
   :class:`~discoverygym.envs.program.ProgramEnv`): :data:`PROGRAM_TASKS`, whose factories are
   imported lazily so that ``import discoverygym`` never imports torch, scanpy or a compiler
   driver.
+
+``gym.make(env_id, **kwargs)`` is the one way to build an env. Its entry points
+(:func:`make_construction_env`, :func:`make_program_env`) resolve the registered names to
+objects and construct the env classes, which take objects only (so this module imports the env
+classes and they never import it). The same keywords work for every id::
+
+    gym.make(env_id)                                   # the default action kind
+    gym.make(env_id, action_mode="code", **task_options)  # programs, for every id
+    gym.make(env_id, problem=my_problem)               # a Problem / ProgramTask object instead
+
+Code above ``envs/`` asks the env what it accepts (``env.unwrapped.action_kind``) instead of
+asking this module which kind an id is; :func:`problem_of` and :func:`option_names` check a
+configuration without building the env.
 """
 
 from __future__ import annotations
@@ -20,11 +33,22 @@ from typing import Any
 
 import gymnasium as gym
 
+from discoverygym.envs.base import DiscoveryEnv
 from discoverygym.envs.mathematics import MATH_ENVS
 from discoverygym.envs.problem import Problem
+from discoverygym.envs.program import ProgramEnv, ProgramTask
+from discoverygym.protocols import ProblemProtocol
 
-ENTRY_POINT = "discoverygym.envs.base:DiscoveryEnv"
-PROGRAM_ENTRY_POINT = "discoverygym.envs.program:ProgramEnv"
+__all__ = [
+    "ENVS", "JUDGING_OPTIONS", "PROGRAM_TASKS", "TaskSpec", "get_problem", "make_construction_env", "make_env",
+    "make_program_env", "make_task", "option_names", "problem_of", "register_envs", "register_task",
+]
+
+ENTRY_POINT = "discoverygym.envs.registry:make_construction_env"
+PROGRAM_ENTRY_POINT = "discoverygym.envs.registry:make_program_env"
+
+#: the options of a construction env that change how candidates are judged (code mode).
+JUDGING_OPTIONS = ("sandbox", "program_budget_s")
 
 #: env id -> Problem for every registered construction environment.
 ENVS: dict[str, Problem] = dict(MATH_ENVS)
@@ -78,24 +102,41 @@ def make_task(env_id: str, **options: Any) -> Any:
         ValueError: unknown env id (the message lists the known ones).
         TypeError: an option the task does not take.
     """
+    factory = _factory(env_id)
+    spec = PROGRAM_TASKS[env_id]
+    names = _task_option_names(env_id)
+    if names is not None:
+        unknown = sorted(set(options) - set(names) - set(spec.kwargs))
+        if unknown:
+            raise TypeError(f"{env_id} takes no option {', '.join(map(repr, unknown))} (its options: {', '.join(names)})")
+    return factory(**{**spec.kwargs, **options})
+
+
+def _factory(env_id: str) -> Callable[..., Any]:
+    """The task factory of a program env id (imported on first use).
+
+    Raises:
+        ValueError: unknown program env id.
+    """
     if env_id not in PROGRAM_TASKS:
         known = ", ".join(sorted(PROGRAM_TASKS))
         raise ValueError(f"unknown program env {env_id!r}; known: {known}")
-    spec = PROGRAM_TASKS[env_id]
-    factory = spec.factory
+    factory = PROGRAM_TASKS[env_id].factory
     if isinstance(factory, str):
         module, attr = factory.split(":")
         factory = getattr(importlib.import_module(module), attr)
+    return factory
+
+
+def _task_option_names(env_id: str) -> tuple[str, ...] | None:
+    """The keyword options of a program env's task factory (minus the fixed ones); None = any."""
     try:
-        params = inspect.signature(factory).parameters
+        params = inspect.signature(_factory(env_id)).parameters
     except (TypeError, ValueError):
-        params = {}
-    if params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        unknown = sorted(set(options) - set(params))
-        if unknown:
-            known = ", ".join(k for k in params if k not in spec.kwargs)
-            raise TypeError(f"{env_id} takes no option {', '.join(map(repr, unknown))} (its options: {known})")
-    return factory(**{**spec.kwargs, **options})
+        return None
+    if not params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return None
+    return tuple(k for k in params if k not in PROGRAM_TASKS[env_id].kwargs)
 
 
 def get_problem(name: str) -> Any:
@@ -117,31 +158,128 @@ def get_problem(name: str) -> Any:
     raise ValueError(f"unknown problem {name!r}; known env ids: {known}")
 
 
-def is_program_env(env_id: str) -> bool:
-    """Whether ``env_id`` names a program env (actions are programs judged by running them)."""
-    return env_id in PROGRAM_TASKS
+def option_names(env_id: str) -> tuple[str, ...] | None:
+    """The options of ``env_id`` that change how candidates are judged, checked without building it.
+
+    For a program env: its task options (``n_cases``, ``dataset``, ``device``...; ``None`` when its
+    factory takes any keyword); for a construction env: :data:`JUDGING_OPTIONS` (the sandbox
+    limits and program budget of code mode). ``action_mode``, ``horizon`` and ``render_mode``
+    are not judging options.
+
+    Raises:
+        ValueError: unknown env id (the message lists the known ones).
+    """
+    if env_id in PROGRAM_TASKS:
+        return _task_option_names(env_id)
+    if env_id in ENVS:
+        return JUDGING_OPTIONS
+    known = ", ".join(sorted([*ENVS, *PROGRAM_TASKS]))
+    raise ValueError(f"unknown env id {env_id!r}; known: {known}")
+
+
+def problem_of(env_id: str, action_mode: str = "construction", **options: Any) -> ProblemProtocol:
+    """The problem ``gym.make(env_id, action_mode=action_mode, **options)`` judges with, without the env.
+
+    Args:
+        env_id: a registered id.
+        action_mode: the action mode the caller will build the env with.
+        **options: judging options (:func:`option_names`): task options of a program env (the
+            task is built with them), ``sandbox`` / ``program_budget_s`` of a construction env.
+
+    Returns:
+        The :class:`Problem` or the built :class:`ProgramTask`.
+
+    Raises:
+        ValueError: unknown env id; a program env with ``action_mode`` other than ``"code"``; an
+            option the env does not take, or one the task rejects.
+    """
+    if env_id in PROGRAM_TASKS:
+        if action_mode != "code":
+            raise ValueError(
+                f"{env_id} candidates are programs: it needs action_mode 'code' (--action-mode code), "
+                f"not {action_mode!r}"
+            )
+        try:
+            return make_task(env_id, **options)
+        except TypeError as exc:
+            raise ValueError(str(exc)) from None
+    if env_id not in ENVS:
+        known = ", ".join(sorted([*ENVS, *PROGRAM_TASKS]))
+        raise ValueError(f"unknown problem {env_id!r}; known env ids: {known}")
+    unknown = sorted(set(options) - set(JUDGING_OPTIONS))
+    if unknown:
+        raise ValueError(
+            f"{env_id} takes no option {', '.join(map(repr, unknown))} in env_kwargs (--task-options); "
+            "task options are for program envs, construction envs take sandbox and program_budget_s"
+        )
+    return ENVS[env_id]
+
+
+def make_construction_env(problem: Problem | str, **env_kwargs: Any) -> DiscoveryEnv:
+    """``gym.make`` entry point of construction env ids: resolve the problem, build a DiscoveryEnv.
+
+    Args:
+        problem: a problem name / env id (the registered kwargs hold the name) or a
+            :class:`Problem` object (``gym.make(env_id, problem=obj)``).
+        **env_kwargs: :class:`~discoverygym.envs.base.DiscoveryEnv` arguments (``action_mode``,
+            ``horizon``, ``render_mode``, ``sandbox``, ``program_budget_s``).
+
+    Raises:
+        ValueError: unknown problem name, bad action mode or horizon.
+        TypeError: an unknown option, or a ProgramTask given as the problem.
+    """
+    if isinstance(problem, str):
+        problem = get_problem(problem)
+    if isinstance(problem, ProgramTask):
+        raise TypeError(f"problem {problem.name!r} is a program task: build it with a program env id")
+    return DiscoveryEnv(problem, **env_kwargs)
+
+
+def make_program_env(
+    task: ProgramTask | str | None = None,
+    *,
+    problem: ProgramTask | None = None,
+    action_mode: str = "code",
+    horizon: int = 1,
+    render_mode: str | None = None,
+    **task_options: Any,
+) -> ProgramEnv:
+    """``gym.make`` entry point of program env ids: build the task, then a ProgramEnv.
+
+    Args:
+        task: the env id (the registered kwargs hold it) or a built :class:`ProgramTask`.
+        problem: a built :class:`ProgramTask` to use instead (the keyword construction envs take too).
+        action_mode: must be ``"code"``; horizon, render_mode: :class:`ProgramEnv` arguments.
+        **task_options: options of the task factory (``n_cases``, ``dataset``, ``device``...).
+
+    Raises:
+        ValueError: unknown id, ``action_mode != "code"``, task options with a built task.
+        TypeError: an option the task does not take.
+    """
+    built = problem if problem is not None else task
+    if isinstance(built, str):
+        built = make_task(built, **task_options)
+    elif task_options:
+        raise ValueError(f"task options {sorted(task_options)} need a task name, not a built task")
+    if built is None:
+        raise ValueError("make_program_env needs a task (env id or ProgramTask)")
+    return ProgramEnv(built, action_mode=action_mode, horizon=horizon, render_mode=render_mode)
 
 
 def make_env(env_id: str, **kwargs: Any) -> Any:
-    """The unwrapped env of ``env_id`` (``DiscoveryEnv`` or ``ProgramEnv``) without gym's wrappers.
+    """``gym.make(env_id, **kwargs).unwrapped``, refusing an unknown id with a ``ValueError``.
 
     Args:
         env_id: a registered id.
         **kwargs: env options (``action_mode``, ``render_mode``, task options...).
 
     Raises:
-        ValueError: unknown env id.
+        ValueError: unknown env id (the message lists the known ones).
     """
-    if env_id in PROGRAM_TASKS:
-        from discoverygym.envs.program import ProgramEnv
-
-        return ProgramEnv(env_id, **kwargs)
-    if env_id not in ENVS:
+    if env_id not in ENVS and env_id not in PROGRAM_TASKS:
         known = ", ".join(sorted([*ENVS, *PROGRAM_TASKS]))
         raise ValueError(f"unknown env id {env_id!r}; known: {known}")
-    from discoverygym.envs.base import DiscoveryEnv
-
-    return DiscoveryEnv(ENVS[env_id], **kwargs)
+    return gym.make(env_id, disable_env_checker=True, **kwargs).unwrapped
 
 
 def register_envs() -> None:

@@ -41,10 +41,10 @@ from typing import Any
 import numpy as np
 
 from discoverygym.agents.policies import Policy, SamplingContext, make_policy
-from discoverygym.envs.registry import get_problem, is_program_env, make_task
+from discoverygym.envs.registry import problem_of
 from discoverygym.search.archive import Archive, state_record
 from discoverygym.search.checks import ACTION_MODES, check_action_mode, check_kwargs, policy_factory
-from discoverygym.search.executors import EnvSpec, EvalResult, EvalTask, Evaluator, make_evaluator
+from discoverygym.search.executors import EvalResult, EvalTask, Evaluator, EvaluatorSpec, make_evaluator
 from discoverygym.search.runlog import RunLog, ScalarWriter
 from discoverygym.search.selectors import Selector, make_selector, selector_class
 from discoverygym.types import State, to_jsonable
@@ -126,24 +126,7 @@ class SearchConfig:
             ValueError: unknown env id; a program env with ``action_mode`` other than ``"code"``; a
                 task option the task does not take or rejects.
         """
-        if not is_program_env(self.env_id):
-            problem = get_problem(self.env_id)
-            unknown = sorted(set(self.env_kwargs) - {"sandbox", "program_budget_s"})
-            if unknown:
-                raise ValueError(
-                    f"{self.env_id} takes no option {', '.join(map(repr, unknown))} in env_kwargs (--task-options); "
-                    "task options are for program envs, construction envs take sandbox and program_budget_s"
-                )
-            return problem
-        if self.action_mode != "code":
-            raise ValueError(
-                f"{self.env_id} candidates are programs: it needs action_mode 'code' (--action-mode code), "
-                f"not {self.action_mode!r}"
-            )
-        try:
-            return make_task(self.env_id, **self.env_kwargs)
-        except TypeError as exc:
-            raise ValueError(str(exc)) from None
+        return problem_of(self.env_id, self.action_mode, **self.env_kwargs)
 
     @property
     def budget(self) -> int:
@@ -299,10 +282,9 @@ class EvolutionarySearch:
             )
         self.resume = resume
         self.problem = problem if problem is not None else config.problem()
-        self.spec = EnvSpec(
-            self.problem if problem is not None else config.env_id,
-            config.action_mode,
-            dict(config.env_kwargs),
+        self.spec = EvaluatorSpec(
+            config.env_id,
+            {"action_mode": config.action_mode, **config.env_kwargs, **({"problem": problem} if problem is not None else {})},
         )
         self._executor = "ray" if ray_address else executor
         self._workers = workers

@@ -27,8 +27,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from discoverygym.envs.base import DiscoveryEnv
-from discoverygym.envs.problem import Problem
+import gymnasium as gym
+
 from discoverygym.errors import BackendUnavailable
 from discoverygym.types import State
 
@@ -36,10 +36,10 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = [
-    "EnvSpec",
     "EvalResult",
     "EvalTask",
     "Evaluator",
+    "EvaluatorSpec",
     "InlineEvaluator",
     "LocalEvaluator",
     "RayEvaluator",
@@ -58,29 +58,29 @@ def available_cpus() -> int:
 
 
 @dataclass(frozen=True)
-class EnvSpec:
-    """How a worker builds its environment (picklable).
+class EvaluatorSpec:
+    """How a worker builds its environment: ``gym.make(env_id, **kwargs)`` (picklable).
 
     Attributes:
-        problem: a registered env id / problem name, or a :class:`Problem` value (its functions
-            must be importable module-level functions to cross process boundaries).
-        action_mode: ``"construction"`` or ``"code"``.
-        kwargs: extra env arguments: ``sandbox``/``program_budget_s`` for a ``DiscoveryEnv``,
-            task options (``n_cases``, ``dataset``...) for a ``ProgramEnv``.
+        env_id: a registered env id (``discoverygym list``); importing this module imports
+            discoverygym, which registers the built-in ids (ids registered at run time exist only in the
+            process that registered them: use the inline evaluator for those).
+        kwargs: ``gym.make`` keywords: ``action_mode``, judging options (``sandbox`` /
+            ``program_budget_s``, or a program env's task options), ``problem`` (a
+            ``Problem`` / ``ProgramTask`` object to judge with instead of the registered one; its
+            functions must be importable module-level functions to cross process boundaries).
     """
 
-    problem: str | Problem
-    action_mode: str = "construction"
+    env_id: str
     kwargs: dict = field(default_factory=dict)
 
-    def make(self) -> DiscoveryEnv:
-        """A fresh environment: a ``ProgramEnv`` for program problems, else a ``DiscoveryEnv``."""
-        from discoverygym.envs.program import ProgramEnv, ProgramTask
-        from discoverygym.envs.registry import is_program_env
+    def make(self) -> gym.Env:
+        """A fresh environment, ``gym.make(self.env_id, **self.kwargs)`` (judge with ``.unwrapped.evaluate``).
 
-        if isinstance(self.problem, ProgramTask) or (isinstance(self.problem, str) and is_program_env(self.problem)):
-            return ProgramEnv(self.problem, action_mode=self.action_mode, **self.kwargs)  # type: ignore[return-value]
-        return DiscoveryEnv(self.problem, action_mode=self.action_mode, **self.kwargs)  # type: ignore[arg-type]
+        Gymnasium's passive checker is left out: workers only call ``evaluate`` (and the runner one
+        ``reset``), and its warnings would reach the search's terminal.
+        """
+        return gym.make(self.env_id, disable_env_checker=True, **self.kwargs)
 
 
 @dataclass(frozen=True)
@@ -91,8 +91,9 @@ class EvalTask:
         action: construction (array/list) or program text.
         id: the state id to give the result.
         parent_ids: the result's parents (every inspiration of its prompt).
-        parent_solution: the construction passed to a program as ``parent`` (code mode).
-        seed: the seed passed to a program (code mode).
+        parent_solution: the construction passed to a program as ``parent`` (code mode of a
+            construction problem).
+        seed: the seed passed to a program (ignored for constructions).
         metadata: extra metadata for the result (trajectory, step, candidate index).
     """
 
@@ -113,19 +114,14 @@ class EvalResult:
     worker: int
 
 
-def evaluate_task(env: DiscoveryEnv, task: EvalTask) -> EvalResult:
-    """Score one task with ``env`` (never raises for a bad candidate: it becomes an invalid State)."""
+def evaluate_task(env: gym.Env, task: EvalTask) -> EvalResult:
+    """Score one task with ``env.unwrapped.evaluate`` (never raises for a bad candidate: it becomes an invalid State)."""
     start = time.perf_counter()
-    fields = {"id": task.id, "parent_ids": tuple(task.parent_ids), "metadata": dict(task.metadata)}
-    if env.action_mode == "code":
-        parent = None
-        if task.parent_solution is not None:
-            parent = State(
-                task.parent_solution, None, 0.0, True, id=task.parent_ids[0] if task.parent_ids else ""
-            )
-        state = env.evaluate_program(task.action, parent=parent, seed=task.seed, **fields)
-    else:
-        state = env.evaluate_construction(task.action, **fields)
+    parent = None
+    if task.parent_solution is not None:
+        parent = State(task.parent_solution, None, 0.0, True, id=task.parent_ids[0] if task.parent_ids else "")
+    state = env.unwrapped.evaluate(task.action, parent=parent, seed=task.seed, id=task.id,
+                                   parent_ids=tuple(task.parent_ids), metadata=task.metadata)
     return EvalResult(state, time.perf_counter() - start, os.getpid())
 
 
@@ -157,7 +153,7 @@ class InlineEvaluator(Evaluator):
 
     workers = 1
 
-    def __init__(self, spec: EnvSpec) -> None:
+    def __init__(self, spec: EvaluatorSpec) -> None:
         self.env = spec.make()
 
     def submit(self, task: EvalTask) -> Future:
@@ -170,7 +166,7 @@ class InlineEvaluator(Evaluator):
 
 
 # ----------------------------------------------------------------------------- process pool
-_WORKER_ENV: DiscoveryEnv | None = None
+_WORKER_ENV: gym.Env | None = None
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 #: seconds between two checks of a worker's watchdog that its owner process is still alive.
@@ -260,7 +256,7 @@ def _guard_parent(guard: _ParentGuard) -> None:
     threading.Thread(target=watch, name="dg-parent-watchdog", daemon=True).start()
 
 
-def _init_worker(spec: EnvSpec, guard: _ParentGuard | None = None) -> None:
+def _init_worker(spec: EvaluatorSpec, guard: _ParentGuard | None = None) -> None:
     global _WORKER_ENV
     if guard is not None:
         _guard_parent(guard)
@@ -295,7 +291,7 @@ class LocalEvaluator(Evaluator):
         ValueError: ``workers`` < 1.
     """
 
-    def __init__(self, spec: EnvSpec, workers: int | None = None, start_method: str | None = None) -> None:
+    def __init__(self, spec: EvaluatorSpec, workers: int | None = None, start_method: str | None = None) -> None:
         self.workers = available_cpus() if workers is None else int(workers)
         if self.workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
@@ -321,10 +317,10 @@ class LocalEvaluator(Evaluator):
 
 
 # ----------------------------------------------------------------------------- Ray
-_RAY_ENV: tuple[str, DiscoveryEnv] | None = None  # (repr of the spec, env) cached per Ray worker
+_RAY_ENV: tuple[str, gym.Env] | None = None  # (repr of the spec, env) cached per Ray worker
 
 
-def _ray_task(spec: EnvSpec, task: EvalTask) -> EvalResult:
+def _ray_task(spec: EvaluatorSpec, task: EvalTask) -> EvalResult:
     global _RAY_ENV
     key = repr(spec)
     if _RAY_ENV is None or _RAY_ENV[0] != key:
@@ -347,7 +343,7 @@ class RayEvaluator(Evaluator):
     """
 
     def __init__(
-        self, spec: EnvSpec, workers: int | None = None, address: str | None = None, **init_kwargs: Any
+        self, spec: EvaluatorSpec, workers: int | None = None, address: str | None = None, **init_kwargs: Any
     ) -> None:
         try:
             import ray
@@ -380,7 +376,7 @@ class RayEvaluator(Evaluator):
 
 
 def make_evaluator(
-    kind: str, spec: EnvSpec, workers: int | None = None, address: str | None = None
+    kind: str, spec: EvaluatorSpec, workers: int | None = None, address: str | None = None
 ) -> Evaluator:
     """Build an evaluator by name: ``"local"`` (process pool), ``"ray"`` or ``"inline"``.
 

@@ -9,21 +9,29 @@ One thin wrapper per rule (they delegate to the rule objects):
 Contract (all four):
 
 * ``reset(seed=None, options=None)`` picks the start state with the rule and passes it down as
-  ``options["state"]`` (the env re-verifies it). ``options["state"]`` given by the caller is used
-  as is (a batched agent's start state, see below). The first reset seeds the archive with the
-  env's initial state (or the ``initial_states`` given to the constructor).
-* ``step(action)`` adds the child (``info["state"]``) to the archive; with RPUCG the child lists
-  every inspiration of the prompt as a parent (TES's DAG), and ``info["state"]`` is that record.
+  ``options["state"]`` (the env admits a copy of it, see ``CandidateEnv.admit``).
+  ``options["state"]`` given by the caller is used as is (a batched agent's start state, see
+  below). The first reset seeds the archive with the env's initial state (or the
+  ``initial_states`` given to the constructor, admitted by the env: re-verified constructions,
+  programs taken as scored).
+* ``step(action)`` adds the child (``info["state"]``) to the archive through :meth:`record`;
+  with RPUCG the child lists every inspiration of the prompt as a parent (TES's DAG), and
+  ``info["state"]`` is that record. A caller that judged a candidate itself (e.g. programs in
+  parallel threads with ``env.unwrapped.evaluate``) records it with ``record(child, parent)``,
+  which does exactly what ``reset(options={"state": parent}); step(...)`` does to the archive.
 * Batches: the statistics are updated when a batch closes. A batch opens with :meth:`select`
   (``k`` start states; lineage blocking for PUCT, anti-inbreeding for RPUCG) or with a reset that
   picks its own start state, and closes at the next such call, or :meth:`close_batch`. A batched
   agent therefore does ``starts = env.select(8)``, then for each rollout
   ``env.reset(options={"state": s}); env.step(a)``; the next ``select`` accounts for all of them.
   Without explicit batching every episode is its own batch.
-* Randomness comes from ``self.np_random`` (the env's generator); ``reset(seed=s)`` seeds it before
-  the rule picks, so seeded runs repeat exactly.
+* Randomness: the wrapper owns a generator (:attr:`ReuseWrapper.rng`) for the rule's picks and
+  for the seed it passes to every ``env.reset(seed=...)`` it makes, so the env's own generator
+  (state ids, program seeds) is determined by it too and is never written from outside.
+  ``reset(seed=s)`` (or the constructor's ``seed``) seeds it; without either it is seeded once
+  from the env's generator, so an env reset with a seed before wrapping gives seeded runs.
 * :meth:`save` / :meth:`load` persist the archive, the rule's statistics, the open batch and the
-  generator state atomically (exact resume).
+  wrapper's generator state atomically (exact resume).
 
 Example:
     >>> import gymnasium as gym, discoverygym
@@ -46,7 +54,6 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.utils import seeding
 
 from discoverygym.search.archive import Archive, atomic_write_json
 from discoverygym.search.puct import PUCT, PUCTConfig
@@ -64,13 +71,18 @@ class ReuseWrapper(gym.Wrapper):
         env: any environment whose unwrapped env is a :class:`~discoverygym.envs.base.DiscoveryEnv`.
         rule: the selection rule (:class:`~discoverygym.search.selectors.Selector`).
         archive: the archive to use (default: ``rule.new_archive()``, the rule's paper caps).
-        initial_states: states seeding the archive (re-verified); default: the env's initial state.
+        initial_states: states seeding the archive, each admitted by the env
+            (``env.unwrapped.admit``: a construction is re-verified, a program state taken as
+            scored); default: the env's initial state from a reset. The state the env's
+            ``reset()`` returned may always be passed here.
         inspirations: states per prompt when ``reset`` picks (default: the rule's).
+        seed: seeds :attr:`rng` (default: seeded from the env's generator on first use).
 
     Attributes:
         archive: the :class:`~discoverygym.search.archive.Archive`.
         rule: the rule object (its statistics: ``rule.n``, ``rule.T``...).
         inspirations: the states of the open batch's prompt (start state first).
+        rng: the wrapper's ``np.random.Generator`` (picks, and the seeds of the env's resets).
     """
 
     def __init__(
@@ -80,6 +92,7 @@ class ReuseWrapper(gym.Wrapper):
         archive: Archive | None = None,
         initial_states: Sequence[State] | None = None,
         inspirations: int | None = None,
+        seed: int | None = None,
     ) -> None:
         super().__init__(env)
         self.rule = rule
@@ -90,6 +103,14 @@ class ReuseWrapper(gym.Wrapper):
         self._batch_children: list[State] = []
         self._batch_starts: list[State] = []
         self._start: State | None = None
+        self._rng: np.random.Generator | None = None if seed is None else _generator(seed)
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The wrapper's generator (created from the env's generator on first use when unseeded)."""
+        if self._rng is None:
+            self._rng = _generator(int(self.env.np_random.integers(2**63)))
+        return self._rng
 
     # ------------------------------------------------------------------ archive seeding
     def _ensure_initial(self, seed: int | None) -> dict | None:
@@ -100,13 +121,11 @@ class ReuseWrapper(gym.Wrapper):
         if self._initial_states:
             checked = []
             for s in self._initial_states:
-                if hasattr(env, "evaluate_construction"):
-                    v = env.evaluate_construction(s.solution)
-                else:  # a program env: the state's program is judged again
-                    v = env.evaluate_program(s.code, seed=0)
-                if not v.valid:
-                    raise ValueError(f"initial state {s.id} is invalid: {v.error}")
-                checked.append(dataclasses.replace(s, score=v.score, reward=v.reward, valid=True, error=None))
+                try:
+                    checked.append(env.admit(s))
+                except ValueError as exc:
+                    sid = s.get("id") if isinstance(s, dict) else s.id
+                    raise ValueError(f"initial state {sid} is invalid: {exc}") from None
             self.archive.add_batch(checked, initial=True)
             return None
         _, info = self.env.reset(seed=seed)
@@ -123,7 +142,7 @@ class ReuseWrapper(gym.Wrapper):
         """
         self.close_batch()
         self._ensure_initial(None)
-        picks = self.rule.select(self.archive, k, self.np_random)
+        picks = self.rule.select(self.archive, k, self.rng)
         self.inspirations = list(picks)
         self._batch_starts = list(picks)
         return picks
@@ -157,20 +176,20 @@ class ReuseWrapper(gym.Wrapper):
         """Pick the start state (or take ``options["state"]``) and reset the env from it.
 
         Args:
-            seed: seeds the env's generator before the rule picks.
-            options: ``{"state": State}`` starts from that state inside the open batch.
+            seed: seeds the wrapper's generator (:attr:`rng`) before the rule picks; the first
+                reset of an empty archive also passes it to the env's reset that makes the
+                initial state.
+            options: ``{"state": State}`` starts from that state inside the open batch (the
+                caller's state is not mutated).
 
         Returns:
             The env's ``(obs, info)``; ``info["reuse"]`` holds ``rule``, ``start_id``,
             ``inspiration_ids`` and ``archive_size``; ``info["inspirations"]`` the prompt's states.
         """
         options = dict(options or {})
-        fresh = self._ensure_initial(seed)
-        if fresh is not None:
-            seed = None  # the env was just seeded by the reset that produced the initial state
-        elif seed is not None:
-            self.env.unwrapped.np_random, _ = seeding.np_random(seed)
-            seed = None
+        self._ensure_initial(seed)
+        if seed is not None:
+            self._rng = _generator(seed)
         start = options.get("state")
         if start is None:
             picks = self.select(self.n_inspirations)
@@ -180,7 +199,7 @@ class ReuseWrapper(gym.Wrapper):
         elif isinstance(start, dict):
             start = State.from_dict(start)
         options["state"] = start
-        obs, info = self.env.reset(seed=seed, options=options)
+        obs, info = self.env.reset(seed=int(self.rng.integers(2**63)), options=options)
         self._start = info["state"]
         info["inspirations"] = list(self.inspirations) if self.inspirations else [self._start]
         info["reuse"] = {
@@ -192,23 +211,44 @@ class ReuseWrapper(gym.Wrapper):
         return obs, info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
-        """Step the env and record the child in the archive (and the open batch)."""
+        """Step the env and record the child in the archive (and the open batch), see :meth:`record`."""
         obs, reward, terminated, truncated, info = self.env.step(action)
-        child: State = info["state"]
+        if self._start is not None:
+            info["state"] = self.record(info["state"], self._start)
+        else:  # stepped without a reset through this wrapper: archived, no prompt to credit
+            self.archive.add(info["state"])
+            self._batch_children.append(info["state"])
+        return obs, reward, terminated, truncated, info
+
+    def record(self, child: State, parent: State) -> State:
+        """Add a child judged from ``parent`` to the archive and the open batch.
+
+        What ``reset(options={"state": parent}); step(action)`` does to the archive, for a child
+        the caller judged itself (``env.unwrapped.evaluate(action, parent=parent, ...)``, e.g. in
+        parallel threads): ``parent`` becomes the start state credited by the batch's statistics
+        and, with a DAG rule (RPUCG), a child whose only parent is ``parent`` lists every
+        inspiration of the open prompt as a parent (TES).
+
+        Args:
+            child: the judged :class:`State` (not mutated).
+            parent: the state it was derived from (its id should be ``child.parent_ids[0]``).
+
+        Returns:
+            The state as archived (``child`` itself, or a copy with the prompt's parents).
+        """
+        self._start = parent
         ids = [s.id for s in self.inspirations]
         if (
             self.rule.dag
-            and self._start is not None
-            and child.parent_ids == (self._start.id,)
+            and child.parent_ids == (parent.id,)
             and len(ids) > 1
-            and self._start.id in ids
+            and parent.id in ids
         ):  # TES: the child lists every inspiration of its prompt
-            parents = (self._start.id, *(i for i in ids if i != self._start.id))
+            parents = (parent.id, *(i for i in ids if i != parent.id))
             child = dataclasses.replace(child, parent_ids=parents)
-            info["state"] = child
         self.archive.add(child)
         self._batch_children.append(child)
-        return obs, reward, terminated, truncated, info
+        return child
 
     # ------------------------------------------------------------------ persistence
     def state_dict(self) -> dict:
@@ -219,7 +259,7 @@ class ReuseWrapper(gym.Wrapper):
             "batch_starts": [s.to_dict() for s in self._batch_starts],
             "batch_children": [s.to_dict() for s in self._batch_children],
             "start": self._start.to_dict() if self._start is not None else None,
-            "np_random": self.np_random.bit_generator.state,
+            "np_random": self.rng.bit_generator.state,  # the wrapper's generator
         }
 
     def save(self, directory: str | os.PathLike) -> None:
@@ -241,7 +281,13 @@ class ReuseWrapper(gym.Wrapper):
         self._start = State.from_dict(state["start"]) if state["start"] else None
         rng = np.random.Generator(np.random.PCG64())
         rng.bit_generator.state = state["np_random"]
-        self.env.unwrapped.np_random = rng
+        self._rng = rng
+
+
+def _generator(seed: int) -> np.random.Generator:
+    """A PCG64 generator on a child of ``SeedSequence(seed)`` (a stream apart from ``default_rng(seed)``,
+    which the env's own generator uses for the same seed)."""
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(int(seed)).spawn(1)[0]))
 
 
 class PUCTReuse(ReuseWrapper):

@@ -33,7 +33,6 @@ what is logged; SFT restarts from the previous round's checkpoint, which is relo
 
 from __future__ import annotations
 
-import inspect
 import json
 import numbers
 import os
@@ -51,7 +50,6 @@ from discoverygym.agents.irft.buffer import ReplayBuffer, rows_from_search
 from discoverygym.agents.irft.credit import CREDIT_RULES, assign_credit
 from discoverygym.agents.irft.recording import RecordingPolicy, read_prompts
 from discoverygym.agents.irft.sft import SFTSettings
-from discoverygym.envs.registry import is_program_env
 from discoverygym.search.archive import atomic_write_json
 from discoverygym.search.evolution import EvolutionarySearch, SearchConfig
 from discoverygym.search.runlog import RunLog
@@ -154,7 +152,7 @@ class IRFTConfig:
         self._validate_policy()
         for env_id in [*self.problems, *self.heldout]:
             train = env_id in self.problems
-            SearchConfig(
+            SearchConfig(  # also checks env_kwargs against what the env takes (without building it)
                 env_id=env_id,
                 selector=self.selector,
                 C=self.trajectories if train else self.eval_trajectories,
@@ -163,17 +161,6 @@ class IRFTConfig:
                 action_mode=self.action_mode,
                 env_kwargs=dict(self.env_kwargs),
             ).validate(check_policy=False)
-            if not is_program_env(env_id) and self.env_kwargs:
-                from discoverygym.envs.base import DiscoveryEnv
-
-                try:  # the options a search passes to the env, checked by name without building it
-                    inspect.signature(DiscoveryEnv).bind(
-                        env_id, action_mode=self.action_mode, **self.env_kwargs
-                    )
-                except TypeError as exc:
-                    raise ValueError(
-                        f"{env_id} does not take task options {self.env_kwargs!r}: {exc}"
-                    ) from None
         tp = self.top_percent
         if (
             not isinstance(tp, list)

@@ -125,4 +125,6 @@ def test_bad_constructor_arguments():
     with pytest.raises(ValueError, match="horizon"):
         gym.make("Hadamard-29-v0", horizon=0)
     with pytest.raises(ValueError, match="unknown problem"):
-        discoverygym.DiscoveryEnv("no_such_problem")
+        gym.make("Hadamard-29-v0", problem="no_such_problem")
+    with pytest.raises(TypeError, match="takes a Problem"):  # the class takes objects; gym.make resolves names
+        discoverygym.DiscoveryEnv("hadamard_29")

@@ -111,7 +111,7 @@ def test_bundled_examples_are_valid(env_id, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["valid"], out["error"]
     env = code_env(env_id)  # the CLI evaluates with the env's seed-0 initial state as parent
-    state = env.unwrapped.evaluate_program(example_path(env_id).read_text(), parent=env.unwrapped.state)
+    state = env.unwrapped.evaluate(example_path(env_id).read_text(), parent=env.unwrapped.state, seed=0)
     assert state.valid and out["score"] == env.unwrapped.problem.verifier(state.solution).value
 
 

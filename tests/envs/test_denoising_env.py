@@ -40,7 +40,7 @@ def small(cache):
 
 def _judge(task, source):
     env = discoverygym.envs.program.ProgramEnv(task)
-    return env.evaluate_program(source, seed=0)
+    return env.evaluate(source, seed=0)
 
 
 def test_factory_is_cheap_and_checks_options(cache):

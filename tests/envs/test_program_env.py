@@ -207,10 +207,10 @@ def test_cli_refuses_options_an_env_does_not_take(tmp_path, capsys):
 
 
 def test_search_executor_spec_builds_program_env():
-    from discoverygym.search.executors import EnvSpec, EvalTask, evaluate_task
+    from discoverygym.search.executors import EvalTask, EvaluatorSpec, evaluate_task
 
-    env = EnvSpec("Toy-v0", "code").make()
-    assert isinstance(env, ProgramEnv)
+    env = EvaluatorSpec("Toy-v0", {"action_mode": "code"}).make()
+    assert isinstance(env.unwrapped, ProgramEnv)
     task = EvalTask(id="a", action="def answer():\n    return 4\n", parent_ids=("p",), parent_solution=None,
                     seed=0, metadata={})
     result = evaluate_task(env, task)

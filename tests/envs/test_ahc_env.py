@@ -176,7 +176,7 @@ def test_output_over_the_problem_cap_is_output_too_large(problem):
     src = ('#include <cstdio>\n#include <csignal>\nint main(){ signal(SIGXFSZ, SIG_IGN);'
            f' for(int i = 0; i < 400000; i++) fputs("{line}", stdout); }}')
     env = gym.make(problem, n_cases=1)
-    state = env.unwrapped.evaluate_program(src)
+    state = env.unwrapped.evaluate(src, seed=0)
     assert not state.valid and state.reward == 0.0
     failure = state.metadata["first_failure"]
     assert failure["verdict"] == "output_limit" and failure["rule"] == "output_size"
