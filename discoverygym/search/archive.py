@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -69,7 +70,7 @@ def solution_key(state: State) -> bytes | None:
 
 def _rank_key(reward: float, slot: int) -> tuple[bool, float, int]:
     """Sort key of the reward order: ``-reward`` ascending, then slot; NaN rewards after all others."""
-    if reward != reward:  # NaN: numpy sorts it last; ties among NaNs by slot
+    if math.isnan(reward):  # numpy sorts NaN last; ties among NaNs by slot
         return (True, 0.0, slot)
     return (False, -reward, slot)
 
