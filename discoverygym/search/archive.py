@@ -10,7 +10,8 @@ in favour of the earlier state. Compacting the storage or saving/loading preserv
 
 Reward order: the kept valid states are also kept ranked (highest reward first, ties: earlier
 first, NaN rewards last as numpy sorts them) in a :class:`sortedcontainers.SortedList`, so an
-insertion or an eviction costs O(log n). The numpy view of that order that the rules read in bulk
+insertion or an eviction costs O(log n) amortised (insertions are handed to the sorted list in
+bulk when the order is next needed: a cap, :meth:`Archive.best`, a read). The numpy view of that order that the rules read in bulk
 (:meth:`Archive.sorted_valid`) is brought up to date lazily, on the next read: the states inserted
 since the previous read are merged into it in one vectorised pass.
 
@@ -180,8 +181,9 @@ class Archive:
         self._keys: dict[bytes, str] = {}
         self._key_of: dict[str, bytes] = {}
         self._first_kids: dict[str, list[str]] = {}
-        # the reward order of the kept valid states: _rank_key tuples, exact after every change
+        # the reward order of the kept valid states: _rank_key tuples, exact once _unranked is merged
         self._ranked: SortedList = SortedList()
+        self._unranked: list[int] = []  # valid slots inserted since _ranked was last brought up to date
         # its numpy view, brought up to date by sorted_valid(): slots (reward desc) and -reward
         self._order = np.zeros(0, dtype=np.int64)
         self._neg = np.zeros(0)
@@ -236,6 +238,7 @@ class Archive:
         (one vectorised merge); O(n) after a compaction or a load.
         """
         if not self._view_ok or len(self._pending) > len(self._order):
+            self._rank_pending()
             self._rebuild_view()
             return self._order, self._neg
         if self._view_stale:
@@ -255,6 +258,13 @@ class Archive:
                 self._order = np.insert(self._order, pos, slots)
                 self._neg = np.insert(self._neg, pos, neg)
         return self._order, self._neg
+
+    def _rank_pending(self) -> None:
+        """Hand the slots inserted since the last call to the sorted list (in bulk: one sort)."""
+        if self._unranked:
+            rewards = self._rewards
+            self._ranked.update(_rank_key(float(rewards[s]), s) for s in self._unranked)
+            self._unranked = []
 
     def _rebuild_view(self) -> None:
         self._order = np.fromiter((key[2] for key in self._ranked), dtype=np.int64, count=len(self._ranked))
@@ -309,6 +319,7 @@ class Archive:
 
     def best(self) -> State | None:
         """The kept valid state with the highest reward (ties: the earliest), ``None`` if none."""
+        self._rank_pending()
         return self._states[self._ranked[0][2]] if self._ranked else None
 
     def parents(self, state_id: str) -> tuple[str, ...]:
@@ -439,10 +450,11 @@ class Archive:
         if state.id in self._protected:
             self._prot[slot] = True
         if state.valid:
-            self._ranked.add(_rank_key(float(self._rewards[slot]), slot))
+            self._unranked.append(slot)
             self._pending.append(slot)
 
     def _evict(self, state_id: str) -> None:
+        self._rank_pending()
         slot = self._slot.pop(state_id)
         state = self._states[slot]
         assert state is not None
@@ -486,6 +498,7 @@ class Archive:
             for s in ranked[:excess]:
                 out.add(self._states[s].id)  # type: ignore[union-attr]
         excess -= len(out)
+        self._rank_pending()
         for _, _, s in reversed(self._ranked):  # lowest reward first (ties: the later-inserted)
             if excess <= 0:
                 break
@@ -515,6 +528,7 @@ class Archive:
         self._states = states
         self._slot = {s.id: i for i, s in enumerate(states)}  # type: ignore[union-attr]
         # the renumbering keeps relative order, so the ranked keys stay sorted
+        self._rank_pending()
         self._ranked = SortedList((flag, neg, int(remap[s])) for flag, neg, s in self._ranked)
         self._view_ok = False
         self.layout += 1
