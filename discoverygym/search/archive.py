@@ -8,6 +8,13 @@ Ordering contract (used by every rule for tie-breaking, so that results are dete
 states are kept in insertion order; "earlier" always means inserted earlier. Rules break ties
 in favour of the earlier state. Compacting the storage or saving/loading preserves this order.
 
+Reward order: the kept valid states are also kept ranked (highest reward first, ties: earlier
+first, NaN rewards last as numpy sorts them) in a :class:`sortedcontainers.SortedList`, so an
+insertion or an eviction costs O(log n) amortised (insertions are handed to the sorted list in
+bulk when the order is next needed: a cap, :meth:`Archive.best`, a read). The numpy view of that order that the rules read in bulk
+(:meth:`Archive.sorted_valid`) is brought up to date lazily, on the next read: the states inserted
+since the previous read are merged into it in one vectorised pass.
+
 Lineage is kept for every state ever added, including evicted ones, so ancestors and
 descendants are exact even after caps removed intermediate states (TTT-Discover's sampler keeps
 each state's full ancestor list for the same reason).
@@ -28,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -35,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sortedcontainers import SortedList
 
 from discoverygym.types import State, to_jsonable
 
@@ -58,6 +67,13 @@ def solution_key(state: State) -> bytes | None:
     if state.code:
         return hashlib.blake2b(b"c" + state.code.encode(), digest_size=16).digest()
     return None
+
+
+def _rank_key(reward: float, slot: int) -> tuple[bool, float, int]:
+    """Sort key of the reward order: ``-reward`` ascending, then slot; NaN rewards after all others."""
+    if math.isnan(reward):  # numpy sorts NaN last; ties among NaNs by slot
+        return (True, 0.0, slot)
+    return (False, -reward, slot)
 
 
 def state_record(state: State) -> dict:
@@ -165,8 +181,15 @@ class Archive:
         self._keys: dict[bytes, str] = {}
         self._key_of: dict[str, bytes] = {}
         self._first_kids: dict[str, list[str]] = {}
-        self._order = np.zeros(0, dtype=np.int64)  # slots of alive valid states, reward desc
-        self._neg = np.zeros(0)  # -reward aligned with _order (ascending)
+        # the reward order of the kept valid states: _rank_key tuples, exact once _unranked is merged
+        self._ranked: SortedList = SortedList()
+        self._unranked: list[int] = []  # valid slots inserted since _ranked was last brought up to date
+        # its numpy view, brought up to date by sorted_valid(): slots (reward desc) and -reward
+        self._order = np.zeros(0, dtype=np.int64)
+        self._neg = np.zeros(0)
+        self._view_ok = True  # False: rebuild the view from _ranked on the next read
+        self._view_stale = False  # True: the view holds evicted slots (filtered on the next read)
+        self._pending: list[int] = []  # valid slots inserted since the view was last brought up to date
         self._n_alive = 0
 
     def _grow(self) -> None:
@@ -205,11 +228,54 @@ class Archive:
     def sorted_valid(self) -> tuple[np.ndarray, np.ndarray]:
         """Slots of the kept valid states sorted by reward, highest first (ties: earlier first).
 
+        NaN rewards come last (in insertion order), as numpy sorts them.
+
         Returns:
             ``(slots, neg_rewards)``: int64 and float64 arrays of the same length; ``neg_rewards``
             is ascending (``-reward``). Read-only views: do not modify.
+
+        Cost: O(1) when nothing changed since the last call; O(n + m log m) after m insertions
+        (one vectorised merge); O(n) after a compaction or a load.
         """
+        if not self._view_ok or len(self._pending) > len(self._order):
+            self._rank_pending()
+            self._rebuild_view()
+            return self._order, self._neg
+        if self._view_stale:
+            keep = self._alive[self._order]
+            self._order = self._order[keep]
+            self._neg = self._neg[keep]
+            self._view_stale = False
+        if self._pending:
+            new = [s for s in self._pending if self._alive[s]]
+            self._pending = []
+            if new:
+                new.sort(key=lambda s: _rank_key(float(self._rewards[s]), s))
+                slots = np.asarray(new, dtype=np.int64)
+                neg = -self._rewards[slots]
+                # every new slot is later than every slot of the view: a tie goes after the view's
+                pos = np.searchsorted(self._neg, neg, side="right")
+                self._order = np.insert(self._order, pos, slots)
+                self._neg = np.insert(self._neg, pos, neg)
         return self._order, self._neg
+
+    def _rank_pending(self) -> None:
+        """Hand the slots inserted since the last call to the sorted list (in bulk: one sort)."""
+        if self._unranked:
+            rewards = self._rewards
+            self._ranked.update(_rank_key(float(rewards[s]), s) for s in self._unranked)
+            self._unranked = []
+
+    def _rebuild_view(self) -> None:
+        self._order = np.fromiter((key[2] for key in self._ranked), dtype=np.int64, count=len(self._ranked))
+        self._neg = -self._rewards[self._order]
+        self._pending = []
+        self._view_ok = True
+        self._view_stale = False
+
+    def slot_state(self, slot: int) -> State | None:
+        """The state in a slot, ``None`` for an evicted slot (:meth:`state_at` raises instead)."""
+        return self._states[slot]
 
     def slot(self, state_id: str) -> int | None:
         """Current slot of a kept state, ``None`` if it is not kept."""
@@ -253,7 +319,8 @@ class Archive:
 
     def best(self) -> State | None:
         """The kept valid state with the highest reward (ties: the earliest), ``None`` if none."""
-        return self._states[int(self._order[0])] if len(self._order) else None
+        self._rank_pending()
+        return self._states[self._ranked[0][2]] if self._ranked else None
 
     def parents(self, state_id: str) -> tuple[str, ...]:
         """Parent ids of any state ever added (``()`` when unknown)."""
@@ -352,7 +419,6 @@ class Archive:
         if self.max_states is not None and self._n_alive > self.max_states:
             evicted |= self._cap_total()
         if evicted:
-            self._order_remove()
             self._maybe_compact()
         if inserted:
             self.version += 1
@@ -384,16 +450,19 @@ class Archive:
         if state.id in self._protected:
             self._prot[slot] = True
         if state.valid:
-            pos = int(np.searchsorted(self._neg, -state.reward, side="right"))
-            self._order = np.insert(self._order, pos, slot)
-            self._neg = np.insert(self._neg, pos, -state.reward)
+            self._unranked.append(slot)
+            self._pending.append(slot)
 
     def _evict(self, state_id: str) -> None:
+        self._rank_pending()
         slot = self._slot.pop(state_id)
         state = self._states[slot]
         assert state is not None
         self._states[slot] = None
         self._alive[slot] = False
+        if state.valid:
+            self._ranked.remove(_rank_key(float(self._rewards[slot]), slot))
+            self._view_stale = True
         self._n_alive -= 1
         key = self._key_of.pop(state_id, None)
         if key is not None and self._keys.get(key) == state_id:
@@ -429,21 +498,16 @@ class Archive:
             for s in ranked[:excess]:
                 out.add(self._states[s].id)  # type: ignore[union-attr]
         excess -= len(out)
-        i = len(self._order) - 1
-        while excess > 0 and i >= 0:
-            s = int(self._order[i])
+        self._rank_pending()
+        for _, _, s in reversed(self._ranked):  # lowest reward first (ties: the later-inserted)
+            if excess <= 0:
+                break
             if not self._prot[s] and self._alive[s]:
                 out.add(self._states[s].id)  # type: ignore[union-attr]
                 excess -= 1
-            i -= 1
         for k in out:
             self._evict(k)
         return out
-
-    def _order_remove(self) -> None:
-        keep = self._alive[self._order]
-        self._order = self._order[keep]
-        self._neg = self._neg[keep]
 
     def _maybe_compact(self) -> None:
         dead = self.size - self._n_alive
@@ -463,7 +527,10 @@ class Archive:
             setattr(self, name, new)
         self._states = states
         self._slot = {s.id: i for i, s in enumerate(states)}  # type: ignore[union-attr]
-        self._order = remap[self._order]
+        # the renumbering keeps relative order, so the ranked keys stay sorted
+        self._rank_pending()
+        self._ranked = SortedList((flag, neg, int(remap[s])) for flag, neg, s in self._ranked)
+        self._view_ok = False
         self.layout += 1
 
     # ------------------------------------------------------------------ persistence

@@ -31,9 +31,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from discoverygym.agents.policies import POLICIES
-from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
 from discoverygym.errors import BackendUnavailable
-from discoverygym.search.evolution import EvolutionarySearch, SearchConfig, SearchResult
+from discoverygym.search.config import SearchConfig, check_env_id
+from discoverygym.search.evolution import EvolutionarySearch, SearchResult
 from discoverygym.search.runlog import RunLog
 from discoverygym.search.selectors import SELECTORS
 
@@ -308,8 +308,7 @@ def run(args: argparse.Namespace) -> int:
     console = Console()
     display: _Display | None = None
     try:
-        if args.env_id not in ENVS and args.env_id not in PROGRAM_TASKS:
-            raise ValueError(f"unknown env {args.env_id!r}; run `discoverygym list`")
+        check_env_id(args.env_id)
         if not args.resume:
             _check_run_dir_path(Path(args.run_dir))
         config = _config_from_args(args)

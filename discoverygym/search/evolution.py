@@ -5,7 +5,9 @@ prompt whose states are chosen by the selector Φ; all K go to the trajectory's 
 valid one is committed to its history. The budget is exactly C·L·K evaluations. Best-of-N is
 ``selector="none"``; greedy refinement is C = 1, K = 1 with ``selector="greedy"``.
 
-Pipeline (one process, three kinds of workers)::
+Pipeline (one process, three kinds of workers; the threads and queues are
+:class:`~discoverygym.search.pipeline.Pipeline`, the configuration and its checks
+:mod:`~discoverygym.search.config`)::
 
     coordinator (selection, commits, logging)
         └─> generation pool (threads: policy.sample)      ─> bounded queue of batches
@@ -28,12 +30,10 @@ generated batches are not generated again and evaluated candidates are not evalu
 
 from __future__ import annotations
 
+import json
 import numbers
-import queue
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,97 +41,18 @@ from typing import Any
 import numpy as np
 
 from discoverygym.agents.policies import Policy, SamplingContext, make_policy
-from discoverygym.envs.registry import problem_of
 from discoverygym.search.archive import Archive, state_record
-from discoverygym.search.checks import ACTION_MODES, check_action_mode, check_kwargs, policy_factory
-from discoverygym.search.executors import EvalResult, EvalTask, Evaluator, EvaluatorSpec, make_evaluator
+from discoverygym.search.config import SearchConfig
+from discoverygym.search.executors import EvalTask, Evaluator, EvaluatorSpec, make_evaluator
+from discoverygym.search.pipeline import Batch, Pipeline
+from discoverygym.search.rule import Selector
 from discoverygym.search.runlog import RunLog, ScalarWriter
-from discoverygym.search.selectors import Selector, make_selector, selector_class
+from discoverygym.search.selectors import make_selector
 from discoverygym.types import State, to_jsonable
 
 __all__ = ["EvolutionarySearch", "SearchConfig", "SearchResult", "load_snapshot"]
 
 INITIAL_ID = "init"
-
-
-@dataclass
-class SearchConfig:
-    """What defines a search (all of it must match to resume a run).
-
-    Attributes:
-        env_id: registered env id (e.g. ``"CirclePacking-26-v0"``).
-        policy: registered policy name (``discoverygym.agents.policies.POLICIES``).
-        selector: Φ: ``rpucg``, ``puct``, ``greedy``, ``epsilon``, ``elite`` or ``none``.
-        C, L, K: trajectories, committed steps per trajectory, candidates per step (TES).
-        seed: the run seed (every random stream derives from it).
-        inspirations: states per prompt (``None``: the selector's default — RPUCG 5, others 1).
-        backpressure: outstanding batches per trajectory (TES: 1).
-        action_mode: ``"construction"`` or ``"code"``.
-        policy_kwargs, selector_kwargs, env_kwargs: extra arguments (plain JSON).
-    """
-
-    env_id: str
-    policy: str = "mutation"
-    selector: str = "rpucg"
-    C: int = 4  # TES: trajectories
-    L: int = 20  # TES: committed steps per trajectory
-    K: int = 4  # TES: candidates per step
-    seed: int = 0
-    inspirations: int | None = None  # TES: 3 or 5 for RPUCG (selector default)
-    backpressure: int = 1  # TES: at most one outstanding batch per trajectory
-    action_mode: str = "construction"
-    policy_kwargs: dict = field(default_factory=dict)
-    selector_kwargs: dict = field(default_factory=dict)
-    env_kwargs: dict = field(default_factory=dict)
-
-    def validate(self, check_policy: bool = True) -> None:
-        """Raise ``ValueError`` for an impossible configuration, before anything runs.
-
-        Checks the sizes, the action mode, the env id, the selector (its name and
-        ``selector_kwargs``: names and types of its hyper-parameters, then its own value checks)
-        and, with ``check_policy`` and a registered policy name, ``policy_kwargs`` (names and
-        types) and whether the policy supports ``action_mode`` (its ``action_modes``).
-        """
-        for name in ("C", "L", "K", "backpressure"):
-            value = getattr(self, name)
-            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-        if self.inspirations is not None and (
-            not isinstance(self.inspirations, numbers.Integral) or self.inspirations < 1
-        ):
-            raise ValueError(f"inspirations must be an integer >= 1, got {self.inspirations!r}")
-        if self.action_mode not in ACTION_MODES:
-            raise ValueError(f"action_mode must be 'construction' or 'code', got {self.action_mode!r}")
-        for name in ("policy_kwargs", "selector_kwargs", "env_kwargs"):
-            if not isinstance(getattr(self, name), dict):
-                raise ValueError(  # noqa: TRY004 - every configuration error is a ValueError
-                    f"{name} must be a JSON object, got {getattr(self, name)!r}"
-                )
-        self.problem()
-        rule = selector_class(self.selector)
-        check_kwargs(rule, self.selector_kwargs, f"selector_kwargs of {self.selector!r}")
-        try:
-            rule(**self.selector_kwargs)  # the rule's own value checks
-        except TypeError as exc:
-            raise ValueError(f"selector_kwargs of {self.selector!r}: {exc}") from None
-        if check_policy:
-            factory = policy_factory(self.policy)
-            check_kwargs(factory, self.policy_kwargs, f"policy_kwargs of {self.policy!r}")
-            check_action_mode(factory, self.action_mode, self.policy)
-
-    def problem(self) -> Any:
-        """The problem of ``env_id``; for a program env its task built with ``env_kwargs`` (task options).
-
-        Raises:
-            ValueError: unknown env id; a program env with ``action_mode`` other than ``"code"``; a
-                task option the task does not take or rejects.
-        """
-        return problem_of(self.env_id, self.action_mode, **self.env_kwargs)
-
-    @property
-    def budget(self) -> int:
-        """C·L·K, the number of candidate evaluations of the run."""
-        return self.C * self.L * self.K
 
 
 @dataclass
@@ -160,18 +81,6 @@ class SearchResult:
 
 
 @dataclass
-class _Batch:
-    traj: int
-    step: int
-    inspirations: list[State]
-    actions: list | None = None
-    results: list = field(default_factory=list)  # State | None per candidate
-
-    def complete(self) -> bool:
-        return all(r is not None for r in self.results)
-
-
-@dataclass
 class _Trajectory:
     index: int
     archive: Archive
@@ -180,7 +89,7 @@ class _Trajectory:
     best: State | None = None
     next_commit: int = 0
     next_select: int = 0
-    batches: dict = field(default_factory=dict)  # step -> _Batch (selected, not committed)
+    batches: dict = field(default_factory=dict)  # step -> Batch (selected, not committed)
 
 
 def _better(a: State, b: State | None) -> bool:
@@ -194,8 +103,6 @@ def load_snapshot(run_dir: str | Path) -> dict:
     Each trajectory entry has ``archive`` (an :class:`Archive`), ``rule`` (statistics dict) and
     ``history`` (committed id per step).
     """
-    import json
-
     with open(Path(run_dir) / RunLog.SNAPSHOT) as fh:
         data = json.load(fh)
     for t in data["trajectories"]:
@@ -250,15 +157,17 @@ class EvolutionarySearch:
         tensorboard: bool = True,
         problem: Any = None,
     ) -> None:
-        config.validate(check_policy=policy is None)
+        config.validate(policy=policy)
         if workers is not None and (not isinstance(workers, numbers.Integral) or workers < 1):
             raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
         if evaluator is None and not ray_address and executor not in ("local", "ray", "inline"):
             raise ValueError(f"unknown executor {executor!r}; use 'local', 'ray' or 'inline'")
         self.config = config
         # everything that can be refused is checked before the run directory is touched
-        self.policy = policy if policy is not None else make_policy(config.policy, **config.policy_kwargs)
-        check_action_mode(self.policy, config.action_mode, config.policy)
+        if policy is None:
+            policy = make_policy(config.policy, **config.policy_kwargs)
+            config.check_policy(policy)  # the built object may say more than its factory did
+        self.policy = policy
         probe = make_selector(config.selector, **config.selector_kwargs)
         if resume and not Path(run_dir).is_dir():
             raise ValueError(
@@ -298,6 +207,24 @@ class EvolutionarySearch:
         self._tb_enabled = tensorboard
         self.timings = {"select": 0.0, "commit": 0.0, "log": 0.0, "dispatch": 0.0}
         self.inspirations = config.inspirations or probe.default_inspirations
+        # the state of the run (filled by run(), which runs once)
+        self._ran = False
+        self._pipeline: Pipeline | None = None  # while the pipeline runs
+        self._n_workers = 1
+        self._t_start = time.perf_counter()
+        self._t_first_submit: float | None = None
+        self._t_last_result: float | None = None
+        self._commits = 0
+        self._evaluated_now = 0
+        self._done_evals = 0
+        self._busy_s = 0.0
+        self.best: State | None = None
+        self.trajectories: list[_Trajectory] = []
+        self._replaying = False
+        self._replay_batches: dict = {}  # (traj, step) -> logged batch record
+        self._replay_evals: dict = {}  # (traj, step, k) -> logged evaluated State
+        self._replay_commits: dict = {}  # (traj, step) -> logged commit record
+        self._tb = ScalarWriter(self.log.dir, enabled=False)
 
     # ------------------------------------------------------------------ helpers
     def _config_dict(self) -> dict:
@@ -315,7 +242,7 @@ class EvolutionarySearch:
         return _Trajectory(c, archive, rule, best=initial)
 
     # ------------------------------------------------------------------ coordinator steps
-    def _select_batches(self, traj: _Trajectory) -> list[_Batch]:
+    def _select_batches(self, traj: _Trajectory) -> list[Batch]:
         """Select every step allowed by backpressure; returns the new batches."""
         out = []
         cfg = self.config
@@ -327,7 +254,7 @@ class EvolutionarySearch:
             if not picks:
                 raise RuntimeError(f"trajectory {traj.index}: no valid state to start step {step} from")
             picks = list({s.id: s for s in picks}.values())  # a state appears once per prompt
-            batch = _Batch(traj.index, step, list(picks), None, [None] * cfg.K)
+            batch = Batch(traj.index, step, list(picks), None, [None] * cfg.K)
             logged = self._replay_batches.get((traj.index, step))
             if logged is not None:
                 if logged["parents"] != [s.id for s in picks]:
@@ -336,6 +263,7 @@ class EvolutionarySearch:
                         f"{logged['parents']}, recomputed {[s.id for s in picks]} (code or config changed?)"
                     )
                 batch.actions = logged["actions"]
+                batch.seeds = logged.get("seeds")
                 for k in range(cfg.K):
                     batch.results[k] = self._replay_evals.get((traj.index, step, k))
             traj.batches[step] = batch
@@ -344,9 +272,9 @@ class EvolutionarySearch:
             self.timings["select"] += time.perf_counter() - t0
         return out
 
-    def _commit_ready(self, traj: _Trajectory) -> list[_Batch]:
+    def _commit_ready(self, traj: _Trajectory) -> list[Batch]:
         """Commit every complete batch in step order; returns batches newly selected after them."""
-        new: list[_Batch] = []
+        new: list[Batch] = []
         while traj.next_commit in traj.batches and traj.batches[traj.next_commit].complete():
             batch = traj.batches.pop(traj.next_commit)
             self._commit(traj, batch)
@@ -354,7 +282,7 @@ class EvolutionarySearch:
             new += self._select_batches(traj)
         return new
 
-    def _commit(self, traj: _Trajectory, batch: _Batch) -> None:
+    def _commit(self, traj: _Trajectory, batch: Batch) -> None:
         t0 = time.perf_counter()
         children: list[State] = list(batch.results)
         traj.archive.add_batch(children)
@@ -430,97 +358,56 @@ class EvolutionarySearch:
         return self._evaluated_now / elapsed if elapsed > 0 else 0.0
 
     def _queue_depth(self) -> int:
-        return self._ready.qsize() if hasattr(self, "_ready") else 0
+        return self._pipeline.queue_depth if self._pipeline is not None else 0
 
-    # ------------------------------------------------------------------ workers
-    def _generate(self, batch: _Batch) -> None:
-        """Generation-pool job: sample the batch's actions (unless logged) and queue it."""
-        try:
-            if batch.actions is None:
-                rng_pol, rng_prog = self._rngs(batch.traj, batch.step)[1:]
-                ctx = SamplingContext(
-                    batch.inspirations[0],
-                    tuple(batch.inspirations),
-                    self.problem,
-                    self.config.action_mode,
-                    batch.traj,
-                    batch.step,
-                )
-                actions = self.policy.sample([ctx], self.config.K, rng_pol)[0]
-                actions = [getattr(a, "action", a) for a in actions]
-                if len(actions) != self.config.K:
-                    raise RuntimeError(
-                        f"policy {getattr(self.policy, 'name', self.policy)!r} returned {len(actions)} actions, expected "
-                        f"{self.config.K}"
-                    )
-                seeds = [int(s) for s in rng_prog.integers(2**31 - 1, size=self.config.K)]
-                batch.actions = [to_jsonable(a) for a in actions]
-                self._log(
-                    {
-                        "kind": "batch",
-                        "traj": batch.traj,
-                        "step": batch.step,
-                        "parents": [s.id for s in batch.inspirations],
-                        "actions": batch.actions,
-                        "seeds": seeds,
-                    }
-                )
-                self._seeds[(batch.traj, batch.step)] = seeds
-            while not self._stop.is_set():
-                try:
-                    self._ready.put(batch, timeout=0.1)
-                    return
-                except queue.Full:
-                    continue
-        except BaseException as exc:  # noqa: BLE001 - reported to the coordinator
-            self._events.put(("error", exc))
+    # ------------------------------------------------------------------ pipeline callbacks
+    def _sample(self, batch: Batch) -> None:
+        """Generation thread: sample the batch's K actions, draw its program seeds, log it."""
+        rng_pol, rng_prog = self._rngs(batch.traj, batch.step)[1:]
+        ctx = SamplingContext(
+            batch.inspirations[0],
+            tuple(batch.inspirations),
+            self.problem,
+            self.config.action_mode,
+            batch.traj,
+            batch.step,
+        )
+        actions = self.policy.sample([ctx], self.config.K, rng_pol)[0]
+        actions = [getattr(a, "action", a) for a in actions]
+        if len(actions) != self.config.K:
+            raise RuntimeError(
+                f"policy {getattr(self.policy, 'name', self.policy)!r} returned {len(actions)} actions, expected "
+                f"{self.config.K}"
+            )
+        seeds = [int(s) for s in rng_prog.integers(2**31 - 1, size=self.config.K)]
+        batch.actions = [to_jsonable(a) for a in actions]
+        self._log(
+            {
+                "kind": "batch",
+                "traj": batch.traj,
+                "step": batch.step,
+                "parents": [s.id for s in batch.inspirations],
+                "actions": batch.actions,
+                "seeds": seeds,
+            }
+        )
+        batch.seeds = seeds
 
-    def _dispatch_loop(self) -> None:
-        """Dispatcher thread: batches from the bounded queue -> evaluator, bounded in flight."""
-        try:
-            while not self._stop.is_set():
-                try:
-                    batch = self._ready.get(timeout=0.1)
-                except queue.Empty:
-                    continue
-                seeds = self._seeds.get((batch.traj, batch.step)) or [0] * self.config.K
-                for k in range(self.config.K):
-                    if batch.results[k] is not None:
-                        continue
-                    while not self._slots.acquire(timeout=0.1):
-                        if self._stop.is_set():
-                            return
-                    t0 = time.perf_counter()
-                    task = EvalTask(
-                        action=batch.actions[k],  # type: ignore[index]
-                        id=f"c{batch.traj}-l{batch.step}-k{k}",
-                        parent_ids=tuple(s.id for s in batch.inspirations),
-                        parent_solution=batch.inspirations[0].solution,
-                        seed=seeds[k],
-                        metadata={"trajectory": batch.traj, "step": batch.step, "k": k},
-                    )
-                    if self._t_first_submit is None:
-                        self._t_first_submit = time.perf_counter()
-                    with self._inflight_lock:
-                        self._in_flight += 1
-                    future = self._evaluator_obj.submit(task)
-                    future.add_done_callback(lambda f, b=batch, k=k: self._on_done(b, k, f))
-                    self.timings["dispatch"] += time.perf_counter() - t0
-        except BaseException as exc:  # noqa: BLE001
-            self._events.put(("error", exc))
-
-    def _on_done(self, batch: _Batch, k: int, future: Future) -> None:
-        with self._inflight_lock:
-            self._in_flight -= 1
-        self._slots.release()
-        self._events.put(("result", batch, k, future))
+    def _task(self, batch: Batch, k: int) -> EvalTask:
+        """Dispatcher thread: the evaluation task of candidate ``k`` of a batch."""
+        seeds = batch.seeds or [0] * self.config.K
+        return EvalTask(
+            action=batch.actions[k],  # type: ignore[index]
+            id=f"c{batch.traj}-l{batch.step}-k{k}",
+            parent_ids=tuple(s.id for s in batch.inspirations),
+            parent_solution=batch.inspirations[0].solution,
+            seed=seeds[k],
+            metadata={"trajectory": batch.traj, "step": batch.step, "k": k},
+        )
 
     # ------------------------------------------------------------------ run
-    def _replay(self) -> State:
-        """Read the log; rebuild trajectories; return the initial state."""
-        self._replay_batches: dict = {}
-        self._replay_evals: dict = {}
-        self._replay_commits: dict = {}
+    def _replay(self) -> State | None:
+        """Read the log (on resume) into the replay tables; return the logged initial state, if any."""
         records = self.log.read_records(repair=True) if self.resume else []
         initial = None
         for r in records:
@@ -529,12 +416,11 @@ class EvolutionarySearch:
                 initial = State.from_dict(r["state"])
             elif kind == "batch":
                 self._replay_batches[(r["traj"], r["step"])] = r
-                self._seeds[(r["traj"], r["step"])] = r.get("seeds")
             elif kind == "eval":
                 self._replay_evals[(r["traj"], r["step"], r["k"])] = State.from_dict(r["state"])
             elif kind == "commit":
                 self._replay_commits[(r["traj"], r["step"])] = r
-        return initial  # type: ignore[return-value]
+        return initial
 
     def _initial_state(self) -> State:
         env = self.spec.make()
@@ -562,7 +448,12 @@ class EvolutionarySearch:
         Raises:
             KeyboardInterrupt: after a clean stop (the run directory is resumable).
             Exception: from the policy or an evaluator (the run directory is resumable).
+            RuntimeError: called a second time (an object runs once; continue a run with a new
+                ``EvolutionarySearch(..., resume=True)``).
         """
+        if self._ran:
+            raise RuntimeError("EvolutionarySearch.run() runs once; resume with a new EvolutionarySearch")
+        self._ran = True
         self.log.lock()
         try:
             return self._run()
@@ -572,19 +463,6 @@ class EvolutionarySearch:
     def _run(self) -> SearchResult:
         t_run = time.perf_counter()
         self._t_start = t_run
-        self._events: queue.Queue = queue.Queue()
-        self._stop = threading.Event()
-        self._seeds: dict = {}
-        self._commits = 0
-        self._evaluated_now = 0
-        self._busy_s = 0.0
-        self._in_flight = 0
-        self._inflight_lock = threading.Lock()
-        self._t_first_submit: float | None = None
-        self._t_last_result: float | None = None
-        self.best: State | None = None
-        self._tb = ScalarWriter(self.log.dir, enabled=False)
-
         initial = self._replay()
         self._replaying = True
         if initial is None:
@@ -593,7 +471,7 @@ class EvolutionarySearch:
             self._log({"kind": "init", "state": state_record(initial)})
         self.best = initial if initial.valid else None
         self.trajectories = [self._new_trajectory(c, initial) for c in range(self.config.C)]
-        pending: list[_Batch] = []
+        pending: list[Batch] = []
         for traj in self.trajectories:
             self._select_batches(traj)
             self._commit_ready(traj)
@@ -609,8 +487,7 @@ class EvolutionarySearch:
         wall = time.perf_counter() - t_run
         self._finish()
         span = (self._t_last_result or 0) - (self._t_first_submit or 0)
-        workers = getattr(self, "_n_workers", 1)
-        util = self._busy_s / (span * workers) if span > 0 else 0.0
+        util = self._busy_s / (span * self._n_workers) if span > 0 else 0.0
         return SearchResult(
             best=self.best,
             evaluations=evaluations_logged + self._evaluated_now,
@@ -622,64 +499,60 @@ class EvolutionarySearch:
             run_dir=self.log.dir,
         )
 
-    def _run_pipeline(self, pending: list[_Batch]) -> None:
+    def _run_pipeline(self, pending: list[Batch]) -> None:
+        """Generate, evaluate and commit until C·L steps are committed (the pipeline's whole lifetime)."""
         evaluator = self._evaluator or make_evaluator(
             self._executor, self.spec, self._workers, self._ray_address
         )
-        self._evaluator_obj = evaluator
         self._n_workers = evaluator.workers
-        if hasattr(evaluator, "warm_up"):
-            evaluator.warm_up()
-        self._ready: queue.Queue = queue.Queue(maxsize=self.queue_size)
-        self._slots = threading.Semaphore(self.prefetch * evaluator.workers)
-        gen_pool = ThreadPoolExecutor(self.generation_workers, thread_name_prefix="dg-generate")
-        dispatcher = threading.Thread(target=self._dispatch_loop, name="dg-dispatch", daemon=True)
-        self._t_start = time.perf_counter()
-        dispatcher.start()
+        target = self.config.C * self.config.L
+        pipeline = Pipeline(
+            evaluator,
+            self._sample,
+            self._task,
+            generation_workers=self.generation_workers,
+            prefetch=self.prefetch,
+            queue_size=self.queue_size,
+            close_evaluator=self._owns_evaluator,
+        )
         try:
-            for batch in pending:
-                gen_pool.submit(self._generate, batch)
-            target = self.config.C * self.config.L
-            last_progress = 0.0
-            while self._commits < target:
-                try:
-                    event = self._events.get(timeout=0.25)
-                except queue.Empty:
-                    event = None
-                if event is not None:
-                    if event[0] == "error":
-                        raise event[1]
-                    _, batch, k, future = event
-                    result: EvalResult = future.result()  # raises a worker's exception
-                    self._t_last_result = time.perf_counter()
-                    self._busy_s += result.busy_s
-                    self._evaluated_now += 1
-                    self._done_evals += 1
-                    batch.results[k] = result.state
-                    self._log(
-                        {
-                            "kind": "eval",
-                            "traj": batch.traj,
-                            "step": batch.step,
-                            "k": k,
-                            "busy_s": result.busy_s,
-                            "state": state_record(result.state),
-                        }
-                    )
-                    for new in self._commit_ready(self.trajectories[batch.traj]):
-                        gen_pool.submit(self._generate, new)
-                now = time.perf_counter()
-                if self._progress is not None and (now - last_progress > 0.1 or self._commits >= target):
-                    last_progress = now
-                    self._progress(self.stats())
+            with pipeline:
+                self._pipeline = pipeline
+                self._t_start = time.perf_counter()
+                for batch in pending:
+                    pipeline.submit(batch)
+                last_progress = 0.0
+                while self._commits < target:
+                    done = pipeline.next_result(timeout=0.25)
+                    if done is not None:
+                        batch, k, result = done
+                        self._t_last_result = time.perf_counter()
+                        self._busy_s += result.busy_s
+                        self._evaluated_now += 1
+                        self._done_evals += 1
+                        batch.results[k] = result.state
+                        self._log(
+                            {
+                                "kind": "eval",
+                                "traj": batch.traj,
+                                "step": batch.step,
+                                "k": k,
+                                "busy_s": result.busy_s,
+                                "state": state_record(result.state),
+                            }
+                        )
+                        for new in self._commit_ready(self.trajectories[batch.traj]):
+                            pipeline.submit(new)
+                    now = time.perf_counter()
+                    if self._progress is not None and (now - last_progress > 0.1 or self._commits >= target):
+                        last_progress = now
+                        self._progress(self.stats())
         finally:
-            self._stop.set()
-            dispatcher.join(timeout=5)
-            gen_pool.shutdown(wait=True, cancel_futures=True)
-            if self._owns_evaluator:
-                evaluator.close(cancel=self._commits < self.config.C * self.config.L)
+            self._pipeline = None
+            self._t_first_submit = pipeline.first_submit
+            self.timings["dispatch"] += pipeline.dispatch_s
             self.log.sync()
-            if self._commits < self.config.C * self.config.L:
+            if self._commits < target:
                 self._tb.close()
                 self.log.close()
 
@@ -695,7 +568,7 @@ class EvolutionarySearch:
             "best_reward": b.reward if b else None,
             "evals_per_s": self._rate(),
             "queue_depth": self._queue_depth(),
-            "in_flight": self._in_flight,
+            "in_flight": self._pipeline.in_flight if self._pipeline is not None else 0,
         }
 
     def _summaries(self) -> list[dict]:

@@ -33,7 +33,7 @@ from typing import Any, Literal
 import numpy as np
 
 from discoverygym.search.archive import Archive
-from discoverygym.search.selectors import _commit
+from discoverygym.search.rule import commit
 from discoverygym.types import State
 
 __all__ = ["PUCT", "PUCTConfig", "PUCTScores"]
@@ -72,7 +72,7 @@ class PUCTScores:
 
 
 class PUCT:
-    """The PUCT reuse rule of TTT-Discover App. A.2 (implements :class:`~discoverygym.search.selectors.Selector`).
+    """The PUCT reuse rule of TTT-Discover App. A.2 (implements :class:`~discoverygym.search.rule.Selector`).
 
     Args:
         config: hyper-parameters; keyword overrides are accepted instead (``PUCT(c=2.0)``).
@@ -157,7 +157,7 @@ class PUCT:
                     groups.setdefault(pid, best)
             for pid, y in groups.items():
                 self._visit(archive, pid, by_id.get(pid), y)
-        return _commit(archive, children)
+        return commit(archive, children)
 
     def _sync(self, archive: Archive) -> None:
         """Keep per-slot copies of n and m aligned with the archive's slots."""
@@ -180,7 +180,7 @@ class PUCT:
                 m_new[: len(self._m_slot)] = self._m_slot
                 self._n_slot, self._m_slot = n_new, m_new
         for slot in range(start, size):
-            state = archive._states[slot]
+            state = archive.slot_state(slot)
             if state is not None:
                 self._n_slot[slot] = self.n.get(state.id, 0)
                 self._m_slot[slot] = self.m.get(state.id, np.nan)

@@ -32,7 +32,7 @@ from typing import Any, Literal
 import numpy as np
 
 from discoverygym.search.archive import Archive
-from discoverygym.search.selectors import best_child
+from discoverygym.search.rule import best_child
 from discoverygym.types import State
 
 __all__ = ["RPUCG", "RPUCGConfig", "RPUCGTerms"]
@@ -62,7 +62,7 @@ class RPUCGTerms:
 
 
 class RPUCG:
-    """The RPUCG rule of TES for one trajectory (implements :class:`~discoverygym.search.selectors.Selector`).
+    """The RPUCG rule of TES for one trajectory (implements :class:`~discoverygym.search.rule.Selector`).
 
     Args:
         config: hyper-parameters; keyword overrides are accepted instead (``RPUCG(gamma=0.9)``).

@@ -1,29 +1,25 @@
-"""Selection rules over an :class:`~discoverygym.search.archive.Archive`: the shared protocol and the
-simple baselines (greedy, ε-greedy, OpenEvolve-like elite/explore mix, no reuse).
+"""The simple selection rules (greedy, ε-greedy, OpenEvolve-like elite/explore mix, no reuse) and
+the one registry of rule names (:data:`SELECTORS`, :func:`selector_class`, :func:`make_selector`).
 
-A rule answers two questions and keeps its own statistics:
-
-* ``select(archive, k, rng)``: which ``k`` kept states should the next prompt start from (the
-  first is the parent, the others are extra inspirations);
-* ``update(archive, parents, children)``: a batch that started from ``parents`` finished with
-  ``children`` (already added to ``archive``); update the statistics and return the committed state
-  (the best valid child, resolved to the kept state that stands for it) or ``None``.
-
-Rules are pure given their inputs: ``select`` changes nothing, and all randomness comes from the
-``rng`` argument, so seeded searches repeat exactly. The paper rules live in
+The contract of a rule (:class:`~discoverygym.search.rule.Selector`) and the shared commit step
+live in the leaf module :mod:`~discoverygym.search.rule`; the paper rules live in
 :mod:`~discoverygym.search.puct` (TTT-Discover App. A.2) and :mod:`~discoverygym.search.rpucg` (TES).
+This module imports them all for the registry; none of them imports this module.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from discoverygym.search.archive import Archive
+from discoverygym.search.puct import PUCT
+from discoverygym.search.rpucg import RPUCG
+from discoverygym.search.rule import Selector, best_child, commit  # Selector, best_child: re-exported
 from discoverygym.types import State
 
 __all__ = [
@@ -38,53 +34,6 @@ __all__ = [
     "make_selector",
     "selector_class",
 ]
-
-
-@runtime_checkable
-class Selector(Protocol):
-    """What the reuse wrappers and the evolutionary-search runner need from a selection rule.
-
-    Attributes:
-        name: registry name (``"puct"``, ``"rpucg"``...).
-        default_inspirations: states per prompt when the caller does not say (1 = parent only).
-        dag: whether a child lists every inspiration of its prompt as a parent (TES) instead of
-            only the state it started from.
-    """
-
-    name: str
-    default_inspirations: int
-    dag: bool
-
-    def new_archive(self) -> Archive:
-        """An empty archive with this rule's caps (paper defaults)."""
-
-    def select(self, archive: Archive, k: int, rng: np.random.Generator) -> list[State]:
-        """Up to ``k`` kept valid states to start from (no change to any state)."""
-
-    def update(self, archive: Archive, parents: Sequence[State], children: Sequence[State]) -> State | None:
-        """Account for a finished batch; returns the committed state or ``None``."""
-
-    def state_dict(self) -> dict:
-        """JSON-serialisable statistics (for exact resume)."""
-
-    def load_state_dict(self, state: dict) -> None:
-        """Restore :meth:`state_dict` output."""
-
-
-def best_child(children: Sequence[State]) -> State | None:
-    """The valid child with the highest reward (ties: the first in ``children``), or ``None``."""
-    best: State | None = None
-    for child in children:
-        if child.valid and (best is None or child.reward > best.reward):
-            best = child
-    return best
-
-
-def _commit(archive: Archive, children: Sequence[State]) -> State | None:
-    best = best_child(children)
-    if best is None:
-        return None
-    return archive.resolve(best) or best
 
 
 def _top_valid(archive: Archive, k: int, skip: set[str] | None = None) -> list[State]:
@@ -113,7 +62,7 @@ class _Stateless:
 
     def update(self, archive: Archive, parents: Sequence[State], children: Sequence[State]) -> State | None:
         """No statistics: return the best valid child (resolved to its kept twin)."""
-        return _commit(archive, children)
+        return commit(archive, children)
 
     def state_dict(self) -> dict:
         return {}
@@ -217,19 +166,18 @@ class Initial(_Stateless):
         return [state] * k if state is not None else []
 
 
-def _asdict(obj: Any) -> dict:
-    return asdict(obj) if obj is not None else {}
-
-
-#: selector name -> one-line description (``--selector`` choices).
-SELECTORS: dict[str, str] = {
-    "rpucg": "TES RPUCG: γ-propagated percentile value + rank-based exploration, anti-inbreeding",
-    "puct": "TTT-Discover PUCT (App. A.2): best-child value + rank prior, lineage blocking",
-    "greedy": "always the best states",
-    "epsilon": "ε-greedy reuse (ε = 0.1)",
-    "elite": "OpenEvolve-like elite/explore mix",
-    "none": "no reuse: always the initial state (best-of-N)",
+#: the one registry of selection rules: name -> (class, one-line description).
+_REGISTRY: dict[str, tuple[type, str]] = {
+    "rpucg": (RPUCG, "TES RPUCG: γ-propagated percentile value + rank-based exploration, anti-inbreeding"),
+    "puct": (PUCT, "TTT-Discover PUCT (App. A.2): best-child value + rank prior, lineage blocking"),
+    "greedy": (Greedy, "always the best states"),
+    "epsilon": (EpsilonGreedy, "ε-greedy reuse (ε = 0.1)"),
+    "elite": (Elite, "OpenEvolve-like elite/explore mix"),
+    "none": (Initial, "no reuse: always the initial state (best-of-N)"),
 }
+
+#: selector name -> one-line description (``--selector`` choices), in registry order.
+SELECTORS: dict[str, str] = {name: text for name, (_, text) in _REGISTRY.items()}
 
 
 def selector_class(name: str) -> type:
@@ -238,18 +186,9 @@ def selector_class(name: str) -> type:
     Raises:
         ValueError: unknown name (the message lists the known ones).
     """
-    if name == "puct":
-        from discoverygym.search.puct import PUCT
-
-        return PUCT
-    if name == "rpucg":
-        from discoverygym.search.rpucg import RPUCG
-
-        return RPUCG
-    simple = {"greedy": Greedy, "epsilon": EpsilonGreedy, "elite": Elite, "none": Initial}
-    if name not in simple:
+    if name not in _REGISTRY:
         raise ValueError(f"unknown selector {name!r}; known: {', '.join(SELECTORS)}")
-    return simple[name]
+    return _REGISTRY[name][0]
 
 
 def make_selector(name: str, **kwargs: Any) -> Selector:

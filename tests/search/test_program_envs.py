@@ -1,5 +1,5 @@
-"""``discoverygym search`` on program envs (QA: it said "unknown env" for AHC039-v0), task options,
-and the run-directory mix-ups between ``search`` and ``train`` (QA: confusing messages)."""
+"""``discoverygym search`` on program envs (AHC039-v0 is a known env), task options, and clear
+messages for the run-directory mix-ups between ``search`` and ``train``."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from discoverygym.search.evolution import EvolutionarySearch, SearchConfig
 from discoverygym.search.executors import EvalTask, EvaluatorSpec, LocalEvaluator
 
 ENV = "CirclePacking-26-v0"
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 linux_only = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc (Linux)")
 

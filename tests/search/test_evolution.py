@@ -24,7 +24,7 @@ from discoverygym.search.runlog import RunLog
 from discoverygym.types import State
 
 ENV = "CirclePacking-26-v0"
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def run(tmp_path, name, resume=False, **kw):

@@ -1,4 +1,4 @@
-"""Archive, PUCT (TTT-Discover App. A.2) and RPUCG (TES) on tiny archives.
+"""PUCT (TTT-Discover App. A.2), RPUCG (TES) and the baseline rules on tiny archives.
 
 Every expected score below is literal arithmetic from the formulas in docs/algorithms.md, written
 out by hand in the test (never computed by the code under test).
@@ -11,97 +11,13 @@ import math
 import numpy as np
 import pytest
 
-from discoverygym.search.archive import Archive, solution_key
+from discoverygym.search.archive import Archive
 from discoverygym.search.puct import PUCT
 from discoverygym.search.rpucg import RPUCG
 from discoverygym.search.selectors import EpsilonGreedy, Greedy, Initial, make_selector
-from discoverygym.types import State
+from tests.search.states import S, ids
 
-FAIL = -1.0
 RNG = np.random.default_rng(0)
-
-
-def S(
-    sid: str, reward: float, parents: tuple[str, ...] = (), valid: bool = True, tag: float | None = None
-) -> State:
-    """A state whose solution is unique per id (so nothing is deduplicated by accident)."""
-    sol = [reward if valid else -1.0, float(abs(hash(sid)) % 10_000) if tag is None else tag]
-    return State(sol, reward if valid else None, reward if valid else FAIL, valid, id=sid, parent_ids=parents)
-
-
-def ids(states):
-    return [s.id for s in states]
-
-
-# ============================================================================= archive
-def test_archive_children_cap_keeps_best_with_earlier_on_ties():
-    a = Archive(max_states=None, children_per_parent=2)
-    a.add(S("root", 0.0), initial=True)
-    assert a.add_batch([S("c1", 1.0, ("root",)), S("c2", 3.0, ("root",)), S("c3", 2.0, ("root",))]) == [
-        None,
-        "c2",
-        "c3",
-    ]
-    assert a.add(S("c4", 3.0, ("root",))) == "c4"  # ties c2 (earlier, kept) and evicts c3
-    assert ids(a) == ["root", "c2", "c4"]
-    assert a.evictions == 2
-
-
-def test_archive_global_cap_keeps_initial_and_highest():
-    a = Archive(max_states=3, children_per_parent=None)
-    a.add(S("root", 0.0), initial=True)
-    a.add_batch([S("a", 5.0, ("root",)), S("b", 1.0, ("root",)), S("c", 3.0, ("a",))])
-    assert ids(a) == ["root", "a", "c"]  # b (lowest, not initial) evicted; root kept though lowest
-    assert a.add(S("d", 0.5, ("c",))) is None  # evicted right away
-    assert ids(a) == ["root", "a", "c"]
-
-
-def test_archive_global_cap_tie_evicts_later_state():
-    a = Archive(max_states=3, children_per_parent=None)
-    a.add(S("root", 0.0), initial=True)
-    a.add_batch([S("a", 5.0, ("root",)), S("c", 3.0, ("a",))])
-    assert a.add(S("e", 3.0, ("c",))) is None  # same reward as c, inserted later: evicted
-    assert ids(a) == ["root", "a", "c"]
-
-
-def test_archive_dedup_and_invalid_and_lineage_survive_eviction():
-    a = Archive(max_states=3, children_per_parent=None)
-    a.add(S("root", 0.0), initial=True)
-    a.add_batch([S("a", 5.0, ("root",)), S("b", 1.0, ("root",))])
-    dup = State(list(a.get("a").solution), 5.0, 5.0, True, id="a2", parent_ids=("b",))
-    assert solution_key(dup) == solution_key(a.get("a"))
-    assert a.add(dup) == "a"  # resolved to its kept twin, not inserted
-    assert a.resolve(dup).id == "a"
-    assert a.add(S("x", 0.0, ("a",), valid=False)) is None  # failures not kept (TTT archive)
-    a.add(S("g", 2.0, ("b",)))  # evicts b (lowest non-initial)
-    assert "b" not in a and a.known("b")
-    assert a.ancestors("g") == {"b", "root"}  # through the evicted parent
-    assert a.descendants("root") == {"a", "g"}
-    with pytest.raises(ValueError, match="already added"):
-        a.add(S("g", 9.0))
-
-
-def test_archive_keep_invalid_evicts_failures_first():
-    a = Archive(max_states=3, children_per_parent=None, keep_invalid=True)
-    a.add(S("root", 0.0), initial=True)
-    a.add_batch([S("f", 0.0, ("root",), valid=False), S("a", 1.0, ("root",))])
-    assert ids(a) == ["root", "f", "a"]
-    a.add(S("b", 0.5, ("root",)))
-    assert ids(a) == ["root", "a", "b"]
-
-
-def test_archive_round_trip_and_compaction(tmp_path):
-    a = Archive(max_states=5, children_per_parent=None)
-    a.add(S("root", 0.0), initial=True)
-    for i in range(200):  # forces evictions and at least one compaction
-        a.add(S(f"s{i}", float((i * 37) % 101), (f"s{i - 1}" if i else "root",)))
-    assert a.layout >= 1 and len(a) == 5
-    a.save(tmp_path / "archive.json")
-    b = Archive.load(tmp_path / "archive.json")
-    assert b.states() == a.states() and b.initial_ids == a.initial_ids == ["root"]
-    assert b.ancestors("s199") == a.ancestors("s199") and len(a.ancestors("s199")) == 200
-    p, q = PUCT(), PUCT()
-    assert ids(p.select(a, 3)) == ids(q.select(b, 3))
 
 
 # ============================================================================= PUCT
