@@ -21,9 +21,10 @@ from importlib import resources
 from rich.console import Console
 from rich.table import Table
 
+from discoverygym.io import available_cpus
 from discoverygym.rewards.ahc import ahc039, ahc058
 from discoverygym.rewards.ahc.cases import Case
-from discoverygym.sandbox.ahc_judge import available_cpus, judge_program
+from discoverygym.sandbox.ahc_judge import judge_program
 
 SPIN = """
 #include <chrono>

@@ -29,8 +29,7 @@ def naive_ac1(f: list[float]) -> float:
     c = np.convolve(np.asarray(f, dtype=np.float64), np.asarray(f, dtype=np.float64))
     peak = 0.0
     for v in c.tolist():
-        if v > peak:
-            peak = v
+        peak = max(peak, v)
     total = 0.0
     for v in f:
         total += v

@@ -151,13 +151,15 @@ def policy_factory(name: str) -> Callable[..., Policy]:
     return _resolve(POLICIES[name])
 
 
-def make_policy(name: str, *, shape: Sequence[int] | None = None, problem_name: str | None = None,
+def make_policy(name: str, *, shape: Sequence[int] | Callable[[], Sequence[int]] | None = None,
+                problem_name: str | None = None,
                 **kwargs: Any) -> Policy:
     """Build a registered policy, or an LLM policy from a spec ``backend:target``.
 
     Args:
         name: a key of :data:`POLICIES` or an LLM spec.
-        shape: the construction's shape, passed to factories that declare ``shape``.
+        shape: the construction's shape (or a function returning it, called only when needed),
+            passed to factories that declare ``shape``.
         problem_name: the problem's name, passed to factories that declare ``problem_name`` (and
             not already given in ``kwargs``).
         **kwargs: the policy's own arguments (``--policy-kwargs``).
@@ -173,7 +175,7 @@ def make_policy(name: str, *, shape: Sequence[int] | None = None, problem_name: 
     if "shape" in params and "shape" not in kwargs:
         if shape is None:
             raise ValueError(f"policy {name!r} needs the construction's shape (it proposes constructions)")
-        kwargs["shape"] = tuple(shape)
+        kwargs["shape"] = tuple(shape() if callable(shape) else shape)
     if "problem_name" in params and problem_name is not None:
         kwargs.setdefault("problem_name", problem_name)
     return factory(**kwargs)

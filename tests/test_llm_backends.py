@@ -15,7 +15,7 @@ from discoverygym.agents.policies.llm import (
     make_sample,
     split_spec,
 )
-from discoverygym.search.checks import policy_factory
+from discoverygym.policy import policy_factory
 
 
 def test_spec_parsing():

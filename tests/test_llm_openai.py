@@ -88,9 +88,9 @@ def test_server_errors_are_clear(server, learner):
 
 
 def test_trainer_with_server_sampler_and_local_learner(server, tiny_model_path, tmp_path):
-    from discoverygym.agents.trainer import TrainConfig, Trainer
     from discoverygym.agents.policies.hf import HFPolicy
     from discoverygym.agents.policies.openai_server import OpenAIServerPolicy
+    from discoverygym.agents.trainer import TrainConfig, Trainer
 
     cfg = TrainConfig(env_id="CirclePacking-26-v0", policy=f"openai:{server}", train_model=str(tiny_model_path),
                          steps=1, groups=1, group_size=2, max_new_tokens=8, lora_rank=4, device="cpu")

@@ -10,8 +10,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 
-from discoverygym.agents.trainer import TrainConfig, Trainer
 from discoverygym.agents.policies.llm import LLMSample
+from discoverygym.agents.trainer import TrainConfig, Trainer
 from discoverygym.cli import main
 from tests.llm_fixtures import tiny_model_dir
 
@@ -83,6 +83,9 @@ class _Recorder:
 
     def save_checkpoint(self, path):
         path.mkdir(parents=True, exist_ok=True)
+
+    def stats(self):
+        return {}
 
 
 class _Scripted(_Recorder):

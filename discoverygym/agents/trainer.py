@@ -469,7 +469,7 @@ class Trainer:
         """Judge every sample's action against its start state; returns the children in rollout order.
 
         With ``eval_workers`` > 1 the actions are judged at once in threads (each program in its own
-        sandbox process), each with a seed from the trainer's generator; the children are then
+        sandbox process), each with an id and a seed from the trainer's generator; the children are then
         recorded through the reuse wrapper in rollout order, so the archive sees the same sequence
         as with sequential evaluation.
         """
@@ -485,10 +485,12 @@ class Trainer:
             return children
         from concurrent.futures import ThreadPoolExecutor
 
-        seeds = [int(self.rng.integers(2**31 - 1)) for _ in keys]
+        # ids and seeds from the trainer's (checkpointed) generator, drawn here in rollout order
+        draws = [(f"{int(self.rng.integers(2**63)):016x}", int(self.rng.integers(2**31 - 1))) for _ in keys]
         with ThreadPoolExecutor(max_workers=min(workers, len(keys))) as pool:
-            futures = [pool.submit(env.evaluate, samples[g][k].action, parent=starts[g], seed=seed)
-                       for (g, k), seed in zip(keys, seeds)]
+            futures = [pool.submit(env.evaluate, samples[g][k].action, parent=starts[g], seed=seed, id=state_id,
+                                   metadata={"step": 0})
+                       for (g, k), (state_id, seed) in zip(keys, draws)]
             judged = [f.result() for f in futures]
         children = []
         for (g, _), child in zip(keys, judged):
@@ -548,7 +550,11 @@ class Trainer:
         if self._writer is None and self.run_dir is not None:
             from tensorboardX import SummaryWriter
 
-            self._writer = SummaryWriter(logdir=str(self.run_dir), purge_step=step if step > 1 else None)
+            # tensorboardX names event files by the second: a resume within the second of a kill would
+            # truncate the killed process's file, so each writer's file name carries its first step (so
+            # that TensorBoard, which reads files in name order, reads them in step order) and its pid
+            self._writer = SummaryWriter(logdir=str(self.run_dir), purge_step=step if step > 1 else None,
+                                         filename_suffix=f".step{step:09d}.{os.getpid()}")
         return self._writer
 
     def _log(self, metrics: dict) -> None:
@@ -631,7 +637,8 @@ def make_train_env(config: TrainConfig) -> gym.Env:
         ValueError: an env id that is not registered (the message points to ``discoverygym list``).
     """
     try:
-        return gym.make(config.env_id, action_mode=config.action_mode, **config.env_kwargs)
+        # Gymnasium's passive checker only warns ("Casting input x to numpy array") on list actions
+        return gym.make(config.env_id, action_mode=config.action_mode, disable_env_checker=True, **config.env_kwargs)
     except gym.error.Error as exc:
         raise ValueError(f"unknown env {config.env_id!r}; run `discoverygym list` ({exc})") from None
 

@@ -223,13 +223,20 @@ class CandidateEnv(gym.Env[ObsType, ActType], ABC):
     @abstractmethod
     def summary(self, state: State) -> str:
         """One-paragraph text description of a state (the ``ansi`` render mode)."""
+
+    def picture(self, state: State, size: int = 256) -> np.ndarray:
+        """A uint8 ``(size, size, 3)`` RGB picture of any state of this env (a construction's plot, a
+        program's timing bars): what ``render_mode="rgb_array"`` shows for the current state, and
+        what trainers log to TensorBoard for the best one. ``size`` is in pixels."""
+        return np.ascontiguousarray(self._picture(state, size), dtype=np.uint8)
+
     def render(self) -> str | np.ndarray | None:
         """``"ansi"``: a text summary; ``"rgb_array"``: a uint8 (256, 256, 3) picture of the state."""
         if self.render_mode is None or self.state is None:
             return None
         if self.render_mode == "ansi":
             return self.summary(self.state)
-        return np.ascontiguousarray(self._picture(self.state, 256), dtype=np.uint8)
+        return self.picture(self.state, 256)
 
     def _new_id(self) -> str:
         """A state id drawn from ``self.np_random`` (so seeded episodes repeat exactly)."""

@@ -18,6 +18,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from discoverygym.io import available_cpus
 from discoverygym.rewards.ahc.cases import (
     Case,
     CaseResult,
@@ -30,14 +31,6 @@ from discoverygym.sandbox._process import remove_tree
 from discoverygym.sandbox.native import CPP_FLAGS, NativeLimits, compile_cpp, run_executable
 
 __all__ = ["available_cpus", "judge_program"]
-
-
-def available_cpus() -> int:
-    """CPUs this process may run on (affinity mask), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
 
 
 def judge_program(source: str, cases: list[Case], rules: ScoringRules, *, workers: int | None = None,

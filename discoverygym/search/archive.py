@@ -37,14 +37,12 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 from sortedcontainers import SortedList
 
+from discoverygym.io import atomic_write_json
 from discoverygym.types import State, to_jsonable
 
 __all__ = ["Archive", "atomic_write_json", "solution_key", "state_record"]
@@ -89,31 +87,6 @@ def state_record(state: State) -> dict:
         "error": state.error,
         "metadata": to_jsonable(state.metadata),
     }
-
-
-def atomic_write_json(path: str | os.PathLike, data: Any, fsync: bool = True) -> None:
-    """Write JSON to ``path`` atomically: a temporary file in the same folder, ``os.replace``.
-
-    A reader sees either the old file or the new one, never a partial write, even if the process
-    is killed mid-write. ``fsync`` (default) also makes the new content survive an OS crash.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.chmod(tmp, 0o644)
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, allow_nan=True)
-            fh.flush()
-            if fsync:
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 class Archive:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import collections.abc
 import dataclasses
-import importlib
 import inspect
 import types
 import typing
@@ -21,7 +20,6 @@ __all__ = [
     "check_kwargs",
     "kwargs_schema",
     "policy_action_modes",
-    "policy_factory",
 ]
 
 #: every action mode of :class:`~discoverygym.envs.base.DiscoveryEnv`.
@@ -152,26 +150,7 @@ def check_kwargs(factory: Callable, kwargs: Any, what: str) -> None:
 
 
 # ----------------------------------------------------------------------------- policies
-def policy_factory(name: str) -> Callable:
-    """The factory of a registered policy (imported), without building it.
-
-    Raises:
-        ValueError: unknown name.
-    """
-    from discoverygym.agents.policies import POLICIES, llm_policy_factory
-    from discoverygym.agents.policies.llm import is_llm_spec
-
-    if is_llm_spec(name):
-        return llm_policy_factory(name)
-    if name not in POLICIES:
-        raise ValueError(
-            f"unknown policy {name!r}; registered: {', '.join(sorted(POLICIES))}, or an LLM "
-            "(--action-mode code): hf:PATH_OR_ID, openai:URL, vllm:MODEL, tinker:MODEL"
-        )
-    module, attr = POLICIES[name].split(":")
-    return getattr(importlib.import_module(module), attr)
-
-
+#: the one policy registry lives on the ground floor (discoverygym.policy); re-exported here.
 def policy_action_modes(policy: Any) -> tuple[str, ...] | None:
     """The action modes a policy (class or instance) supports, or ``None`` when it does not say.
 

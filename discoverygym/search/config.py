@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from discoverygym.envs.registry import ENVS, PROGRAM_TASKS, problem_of
-from discoverygym.search.checks import ACTION_MODES, check_action_mode, check_kwargs, policy_factory
+from discoverygym.policy import policy_factory
+from discoverygym.search.checks import ACTION_MODES, check_action_mode, check_kwargs
 from discoverygym.search.selectors import selector_class
 
 __all__ = ["SearchConfig", "check_env_id"]

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from discoverygym.agents.policies import Policy, SamplingContext, make_policy
+from discoverygym.policy import Policy, SamplingContext, make_policy
 from discoverygym.search.archive import Archive, state_record
 from discoverygym.search.config import SearchConfig
 from discoverygym.search.executors import EvalTask, Evaluator, EvaluatorSpec, make_evaluator
@@ -164,8 +164,10 @@ class EvolutionarySearch:
             raise ValueError(f"unknown executor {executor!r}; use 'local', 'ray' or 'inline'")
         self.config = config
         # everything that can be refused is checked before the run directory is touched
+        problem_obj = problem if problem is not None else config.problem()
         if policy is None:
-            policy = make_policy(config.policy, **config.policy_kwargs)
+            policy = make_policy(config.policy, shape=lambda: np.shape(problem_obj.initial(np.random.default_rng(0))),
+                                 problem_name=problem_obj.name, **config.policy_kwargs)
             config.check_policy(policy)  # the built object may say more than its factory did
         self.policy = policy
         probe = make_selector(config.selector, **config.selector_kwargs)
@@ -190,7 +192,7 @@ class EvolutionarySearch:
                 f"{run_dir} already holds a run; pass resume=True (--resume) or use a new run dir"
             )
         self.resume = resume
-        self.problem = problem if problem is not None else config.problem()
+        self.problem = problem_obj
         self.spec = EvaluatorSpec(
             config.env_id,
             {"action_mode": config.action_mode, **config.env_kwargs, **({"problem": problem} if problem is not None else {})},

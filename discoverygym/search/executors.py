@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 
 from discoverygym.errors import BackendUnavailable
+from discoverygym.io import available_cpus
 from discoverygym.types import State
 
 if TYPE_CHECKING:
@@ -47,14 +48,6 @@ __all__ = [
     "evaluate_task",
     "make_evaluator",
 ]
-
-
-def available_cpus() -> int:
-    """CPUs this process may run on (affinity-aware), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from discoverygym.search.archive import Archive, atomic_write_json
+from discoverygym.io import atomic_write_json
+from discoverygym.search.archive import Archive
 from discoverygym.search.puct import PUCT, PUCTConfig
 from discoverygym.search.rpucg import RPUCG, RPUCGConfig
 from discoverygym.search.selectors import EpsilonGreedy, Initial, Selector

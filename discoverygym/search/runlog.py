@@ -27,7 +27,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from discoverygym.search.archive import atomic_write_json
+from discoverygym.io import atomic_write_json
 
 __all__ = ["RunLog", "ScalarWriter"]
 
