@@ -114,7 +114,7 @@ def test_llm_resume_of_another_env_is_refused_before_loading_the_model(tmp_path,
 
 
 def test_train_refuses_to_resume_a_search_run(tmp_path, capsys):
-    from discoverygym.search.cli import main as search_main
+    from discoverygym.cli.search import main as search_main
 
     run_dir = tmp_path / "search"
     assert search_main(["CirclePacking-26-v0", "-C", "1", "-L", "1", "-K", "1", "--executor", "inline",

@@ -13,7 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="agents need torch: pip install torch==2.13.0 (CPU)")
 
-from discoverygym.agents import cli as agents_cli
+from discoverygym.cli import train as agents_cli
 from discoverygym.agents.policies import SamplingContext, make_trainable_policy
 from discoverygym.agents.policies.polish import get_polisher
 from discoverygym.agents.trainer import ABLATIONS, NaiveRL, TrainConfig, Trainer, TTTDiscover, ablation_config

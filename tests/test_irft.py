@@ -499,7 +499,7 @@ def test_one_round_completes_on_a_toy_problem_and_resumes_after_a_crash(tiny_mod
 
 
 def test_post_train_cli_usage_errors(tmp_path, capsys):
-    from discoverygym.agents.irft_cli import main
+    from discoverygym.cli.post_train import main
 
     assert main(["--run-dir", str(tmp_path / "x"), "--policy", "hf:nowhere"]) == 2
     assert "--problems is required" in capsys.readouterr().err
@@ -522,7 +522,7 @@ BASE = [
 
 def post_train(argv, capsys):
     """``(exit code, stderr)`` of ``discoverygym post-train ARGV`` (SystemExit from argparse included)."""
-    from discoverygym.agents.irft_cli import main
+    from discoverygym.cli.post_train import main
 
     try:
         rc = main(argv)
@@ -608,7 +608,7 @@ def test_post_train_refuses_silently_ignored_schedule_and_batch_values(flags, ne
 def parse(argv):
     import argparse
 
-    from discoverygym.agents.irft_cli import _add_arguments
+    from discoverygym.cli.post_train import _add_arguments
 
     parser = argparse.ArgumentParser()
     _add_arguments(parser)
@@ -616,7 +616,7 @@ def parse(argv):
 
 
 def test_post_train_top_percent_is_one_value_or_one_per_round_and_micro_batch_divides(tmp_path):
-    from discoverygym.agents.irft_cli import config_from_args
+    from discoverygym.cli.post_train import config_from_args
 
     run = ["--run-dir", str(tmp_path / "run")]
     cfg = config_from_args(parse([*BASE, "--rounds", "3", "--top-percent", "10,10,5", *run]))
@@ -630,7 +630,7 @@ def test_post_train_top_percent_is_one_value_or_one_per_round_and_micro_batch_di
 
 
 def test_post_train_task_options_is_the_name_and_env_kwargs_an_alias(tmp_path):
-    from discoverygym.agents.irft_cli import config_from_args
+    from discoverygym.cli.post_train import config_from_args
 
     run = ["--run-dir", str(tmp_path / "run")]
     for flag in ("--task-options", "--env-kwargs"):

@@ -11,8 +11,8 @@ from functools import partial
 
 import numpy as np
 
-from discoverygym.envs import render
 from discoverygym.envs.problem import Problem
+from discoverygym.envs.render import circles, integer_set, sign_matrix, step_function
 from discoverygym.rewards.autocorrelation import (
     first_autocorrelation,
     second_autocorrelation,
@@ -82,7 +82,7 @@ ERDOS = Problem(
     sota={"value": 0.380876, "source": "TTT-Discover 2026, 600 pieces", "best_human": 0.380927},
     row_len=None,
     returns=_STEP_RETURNS,
-    render=render.step_function,
+    render=step_function,
 )
 
 AC1 = Problem(
@@ -101,7 +101,7 @@ AC1 = Problem(
     sota={"value": 1.502863, "source": "TTT-Discover 2026, 30000 pieces", "best_human": 1.50973},
     row_len=None,
     returns=_STEP_RETURNS,
-    render=render.step_function,
+    render=step_function,
 )
 
 AC2 = Problem(
@@ -121,7 +121,7 @@ AC2 = Problem(
     sota={"value": 0.96102, "source": "AlphaEvolve v2, 50000 pieces", "best_human": 0.9015},
     row_len=None,
     returns=_STEP_RETURNS,
-    render=render.step_function,
+    render=step_function,
 )
 
 AC3 = Problem(
@@ -139,7 +139,7 @@ AC3 = Problem(
     sota={"value": 1.453675, "source": "SimpleTES 2026, 400 pieces"},
     row_len=None,
     returns=_STEP_RETURNS,
-    render=render.step_function,
+    render=step_function,
 )
 
 
@@ -160,7 +160,7 @@ def circle_packing_problem(n: int, record: float, source: str, best_human: float
         sota={"value": record, "source": source, "best_human": best_human},
         row_len=3,
         returns=f"an array of shape ({n}, 3), rows [x, y, r]",
-        render=render.circles,
+        render=circles,
         failure_reward=-1.0,  # Σr = 0 is a valid (if useless) packing with reward 0
     )
 
@@ -184,7 +184,7 @@ SUM_DIFFERENCE = Problem(
     sota={"value": 1.1448869, "source": "SimpleTES 2026, |A| = 506", "best_human": 1.143975},
     row_len=None,
     returns="a 1-D list of integers",
-    render=render.integer_set,
+    render=integer_set,
 )
 
 HADAMARD_29 = Problem(
@@ -202,7 +202,7 @@ HADAMARD_29 = Problem(
     sota={"value": 0.741985, "source": "SimpleTES 2026"},
     row_len=29,
     returns="a 29 x 29 nested list or array of +1/-1",
-    render=render.sign_matrix,
+    render=sign_matrix,
     failure_reward=-1.0,  # a singular matrix is valid with score (and reward) 0
 )
 

@@ -6,7 +6,7 @@ Modules: :mod:`~discoverygym.search.archive` (states + lineage), :mod:`~discover
 (the rule protocol, a leaf), :mod:`~discoverygym.search.selectors` (baselines + the registry), :mod:`~discoverygym.search.reuse` (gymnasium wrappers),
 :mod:`~discoverygym.search.executors` (local process pool / Ray), :mod:`~discoverygym.search.evolution`
 (the runner), :mod:`~discoverygym.search.checks` (up-front configuration checks),
-:mod:`~discoverygym.search.runlog` (run directory), :mod:`~discoverygym.search.cli`
+:mod:`~discoverygym.search.runlog` (run directory), :mod:`~discoverygym.cli.search`
 (``discoverygym search``).
 """
 

@@ -5,7 +5,7 @@ mode, env id and task options, selector and its hyper-parameters, policy and its
 action modes), :meth:`SearchConfig.check_policy` (a built policy object against the action mode)
 and :func:`check_env_id` (the command line's first check, before it looks at the run directory).
 The keyword-argument machinery they use is :mod:`~discoverygym.search.checks`. The runner
-(:mod:`~discoverygym.search.evolution`) and the command line (:mod:`~discoverygym.search.cli`) call
+(:mod:`~discoverygym.search.evolution`) and the command line (:mod:`~discoverygym.cli.search`) call
 these and check nothing of the configuration themselves.
 """
 

@@ -105,16 +105,19 @@ class RunLog:
 
     # ------------------------------------------------------------------ config / best / snapshot
     def read_config(self) -> dict | None:
-        """``config.json`` as a dict, or ``None`` when absent."""
+        """``config.json`` as a dict without its ``"kind"`` entry, or ``None`` when absent."""
         path = self.dir / self.CONFIG
         if not path.exists():
             return None
         with open(path) as fh:
-            return json.load(fh)
+            data = json.load(fh)
+        if isinstance(data, dict):
+            data.pop("kind", None)
+        return data
 
     def write_config(self, config: dict) -> None:
-        """Write ``config.json`` atomically."""
-        atomic_write_json(self.dir / self.CONFIG, config)
+        """Write ``config.json`` atomically, with ``"kind": "search"`` (read by :func:`discoverygym.io.run_kind`)."""
+        atomic_write_json(self.dir / self.CONFIG, {"kind": "search", **config})
 
     def write_best(self, data: dict, code: str | None = None) -> None:
         """Rewrite ``best.json`` (and ``best.py`` when ``code``) atomically."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from discoverygym.search import cli
+from discoverygym.cli import search as cli
 from discoverygym.search.config import SearchConfig, check_env_id
 
 ENV = "CirclePacking-26-v0"

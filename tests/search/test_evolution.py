@@ -1,6 +1,6 @@
 """The (C, L, K, Φ) evolutionary-search runner: budget, archive invariants, determinism, resume.
 
-The kill test is real: ``python -m discoverygym.search.cli`` runs as a subprocess, is killed with
+The kill test is real: ``python -m discoverygym.cli.search`` runs as a subprocess, is killed with
 SIGKILL once evaluations are in ``archive.jsonl``, resumed with ``--resume``, and compared with an
 uninterrupted run of the same seed.
 """
@@ -174,7 +174,7 @@ def test_cli_killed_mid_run_resumes_to_the_uninterrupted_archive(tmp_path):
     args = ["--policy", "mutation", "--selector", "rpucg", "-C", "3", "-L", "120", "-K", "4", "--seed", "11",
             "--workers", "2", "--no-tensorboard", "--log-every", "0.5"]
     # fmt: on
-    cmd = [sys.executable, "-m", "discoverygym.search.cli", ENV, *args]
+    cmd = [sys.executable, "-m", "discoverygym.cli.search", ENV, *args]
     killed = tmp_path / "killed"
     proc = subprocess.Popen(
         [*cmd, "--run-dir", str(killed)],

@@ -14,7 +14,7 @@ from discoverygym.envs.program import ProgramTask
 from discoverygym.envs.registry import PROGRAM_TASKS, TaskSpec, register_task
 from discoverygym.errors import InvalidSolution
 from discoverygym.rewards.common import Score
-from discoverygym.search.cli import main as search_main
+from discoverygym.cli.search import main as search_main
 from discoverygym.search.evolution import SearchConfig
 
 

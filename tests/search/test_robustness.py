@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from discoverygym.search import cli
+from discoverygym.cli import search as cli
 from discoverygym.search.evolution import EvolutionarySearch, SearchConfig
 from discoverygym.search.executors import EvalTask, EvaluatorSpec, LocalEvaluator
 
@@ -70,7 +70,7 @@ def test_killed_cli_search_leaves_no_process_behind(tmp_path):
     marker = uuid.uuid4().hex
     run_dir = tmp_path / "run"
     # fmt: off
-    argv = [sys.executable, "-m", "discoverygym.search.cli", ENV, "--policy", "mutation", "--selector", "rpucg",
+    argv = [sys.executable, "-m", "discoverygym.cli.search", ENV, "--policy", "mutation", "--selector", "rpucg",
             "-C", "4", "-L", "200", "-K", "4", "--workers", "2", "--no-tensorboard", "--run-dir", str(run_dir)]
     # fmt: on
     proc = _start(argv, marker, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -13,7 +13,7 @@ Modules, in the order a round uses them:
 * :mod:`~discoverygym.agents.irft.backends` — the trainable generator per backend;
 * :mod:`~discoverygym.agents.irft.loop` — the resumable round loop (:class:`IRFT`, :class:`IRFTConfig`).
 
-The command line is ``discoverygym post-train`` (:mod:`discoverygym.agents.irft_cli`).
+The command line is ``discoverygym post-train`` (:mod:`discoverygym.cli.post_train`).
 """
 
 from discoverygym.agents.irft.buffer import COLUMNS, ReplayBuffer

@@ -50,7 +50,7 @@ from discoverygym.agents.irft.buffer import ReplayBuffer, rows_from_search
 from discoverygym.agents.irft.credit import CREDIT_RULES, assign_credit
 from discoverygym.agents.irft.recording import RecordingPolicy, read_prompts
 from discoverygym.agents.irft.sft import SFTSettings
-from discoverygym.io import atomic_write_json
+from discoverygym.io import atomic_write_json, run_kind
 from discoverygym.search.evolution import EvolutionarySearch, SearchConfig
 from discoverygym.search.runlog import RunLog
 
@@ -198,41 +198,6 @@ class IRFTConfig:
         return float(self.top_percent[min(round_index, len(self.top_percent) - 1)])
 
 
-def run_kind(run_dir: str | os.PathLike) -> str | None:
-    """What ``run_dir`` holds: ``"post-train"``, ``"search"``, ``"train"``, ``"other"`` (a
-    ``config.json`` of none of these) or ``None`` (no run: absent, or a directory without one).
-
-    Post-train writes ``config.json`` with ``problems``/``policy`` and ``state.json``; ``discoverygym
-    search`` writes ``config.json`` with ``C``/``L``/``K``; ``discoverygym train`` writes
-    ``config.json`` with ``env_id``/``steps`` and ``checkpoints/latest.json``.
-    """
-    d = Path(run_dir)
-    if not d.is_dir():
-        return None
-    path = d / "config.json"
-    if path.is_file():
-        try:
-            cfg = json.loads(path.read_text())
-        except (OSError, ValueError):
-            return "other"
-        if not isinstance(cfg, dict):
-            return "other"
-        if "problems" in cfg and "policy" in cfg:
-            return "post-train"
-        if {"C", "L", "K", "env_id"} <= cfg.keys():
-            return "search"
-        if "env_id" in cfg and "steps" in cfg:
-            return "train"
-        return "other"
-    if (d / "state.json").exists() or (d / ReplayBuffer.FILE).exists():
-        return "post-train"
-    if (d / "checkpoints" / "latest.json").exists():
-        return "train"
-    if (d / RunLog.CONFIG).exists() or (d / "archive.jsonl").exists():
-        return "search"
-    return None
-
-
 def check_run_dir(run_dir: str | os.PathLike, *, resume: bool) -> dict | None:
     """Check that ``run_dir`` can be used (nothing is created); returns the stored configuration
     with ``resume``, else ``None``.
@@ -324,7 +289,7 @@ class IRFT:
         self._tb_enabled = tensorboard
         self.backend = backend if backend is not None else make_backend(config.policy, config.policy_kwargs)
         self.dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(self.dir / "config.json", self._config_dict())
+        atomic_write_json(self.dir / "config.json", {"kind": "post-train", **self._config_dict()})
         self.buffer = ReplayBuffer(self.dir / ReplayBuffer.FILE)
         self.settings = SFTSettings(**config.sft)
 

@@ -1,5 +1,10 @@
 """The ``discoverygym`` command: list environments, evaluate candidates, search, train and compare agents.
 
+The top layer of the package: ``discoverygym/cli/`` holds this entry (``list``, ``evaluate`` and the
+parser), :mod:`~discoverygym.cli.search`, :mod:`~discoverygym.cli.train` (``train``, ``compare``),
+:mod:`~discoverygym.cli.post_train` and the helpers they share, :mod:`~discoverygym.cli.common`.
+Sub-commands call down into agents/search/envs; nothing below imports this package.
+
 Exit codes: 0 when the candidate was evaluated (valid or not), 2 for usage errors (unknown env,
 unreadable file, wrong file format), 3 when a backend the job needs is missing here (no GPU to time
 a kernel that passed its correctness checks, an uninstalled extra, an unreachable server).
@@ -20,12 +25,13 @@ import gymnasium as gym
 from rich.console import Console
 from rich.table import Table
 
-from discoverygym.agents import cli as agents_cli
-from discoverygym.agents import irft_cli
+from discoverygym.cli import post_train as irft_cli
+from discoverygym.cli import search as search_cli
+from discoverygym.cli import train as agents_cli
+from discoverygym.cli.common import UsageError, load_construction
 from discoverygym.envs.registry import ENVS, PROGRAM_TASKS, make_task, option_names
 from discoverygym.errors import BackendUnavailable
 from discoverygym.sandbox.python import SandboxLimits
-from discoverygym.search import cli as search_cli
 from discoverygym.types import State
 
 DEFAULT_ENV = "CirclePacking-26-v0"
@@ -44,10 +50,6 @@ EXAMPLES = {
 }
 
 
-class UsageError(Exception):
-    """A command-line mistake: printed and turned into exit code 2."""
-
-
 def example_path(env_id: str) -> Path:
     """Path of the bundled example program for ``env_id``.
 
@@ -57,25 +59,6 @@ def example_path(env_id: str) -> Path:
     if env_id not in EXAMPLES:
         raise UsageError(f"no bundled example for {env_id}; give a FILE (examples exist for {', '.join(EXAMPLES)})")
     return Path(str(resources.files("discoverygym") / "examples" / EXAMPLES[env_id]))
-
-
-def load_construction(path: Path) -> Any:
-    """Read a construction from JSON: a bare construction or an object with a ``construction`` key.
-
-    Raises:
-        UsageError: unreadable file, invalid JSON, or an object without ``construction``.
-    """
-    try:
-        data = json.loads(path.read_text())
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path} is not valid JSON: {exc}") from None
-    if isinstance(data, dict):
-        if "construction" not in data:
-            raise UsageError(f"{path} holds a JSON object without a 'construction' key")
-        return data["construction"]
-    return data
 
 
 def evaluate(env_id: str, path: Path, timeout_s: float | None, seed: int = 0, **task_options: Any) -> State:

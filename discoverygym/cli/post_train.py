@@ -1,12 +1,7 @@
 """``discoverygym post-train``: IRFT post-training of an LLM generator from its own search histories.
 
-Wiring into the main command (``discoverygym/cli.py``)::
-
-    from discoverygym.agents import irft_cli                 # import (torch/trl imported lazily)
-    irft_cli.add_parser(sub)                                  # in build_parser
-    # in main: if args.command == "post-train": return irft_cli.run(args)
-
-Also runnable alone: ``python -m discoverygym.agents.irft_cli --problems ... --policy hf:PATH --run-dir runs/irft``.
+Wired into the main command by :mod:`discoverygym.cli` (torch/trl imported lazily). Also runnable
+alone: ``python -m discoverygym.cli.post_train --problems ... --policy hf:PATH --run-dir runs/irft``.
 
 Exit codes: 0 finished, 1 a stage failed (the run directory stays resumable), 2 usage error
 (unknown env, bad or contradictory flags, a --run-dir that is a file or holds another run, no
@@ -348,7 +343,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m discoverygym.agents.irft_cli ...`` (same arguments as ``discoverygym post-train``)."""
+    """``python -m discoverygym.cli.post_train ...`` (same arguments as ``discoverygym post-train``)."""
     parser = argparse.ArgumentParser(prog="discoverygym post-train", description="IRFT post-training")
     _add_arguments(parser)
     return run(parser.parse_args(argv))

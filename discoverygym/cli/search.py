@@ -1,12 +1,7 @@
 """``discoverygym search``: run or resume a (C, L, K, Φ) evolutionary search from the command line.
 
-Wiring into the main command (``discoverygym/cli.py``)::
-
-    from discoverygym.search import cli as search_cli   # import
-    search_cli.add_parser(sub)                            # in build_parser, after the other commands
-    # and in main: if args.command == "search": return search_cli.run(args)
-
-Also runnable alone: ``python -m discoverygym.search.cli CirclePacking-26-v0 --run-dir runs/x``.
+Wired into the main command by :mod:`discoverygym.cli`. Also runnable alone:
+``python -m discoverygym.cli.search CirclePacking-26-v0 --run-dir runs/x``.
 
 Exit codes: 0 finished, 1 the search failed (the run directory stays resumable), 2 usage error
 (bad flag, malformed ``--policy`` spec or URL, a model directory without model files, a run
@@ -30,8 +25,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from discoverygym.agents.policies import POLICIES
+from discoverygym.cli.common import run_kind
 from discoverygym.errors import BackendUnavailable
+from discoverygym.policy import POLICIES
 from discoverygym.search.config import SearchConfig, check_env_id
 from discoverygym.search.evolution import EvolutionarySearch, SearchResult
 from discoverygym.search.runlog import RunLog
@@ -179,8 +175,9 @@ def _config_from_args(args: argparse.Namespace) -> SearchConfig:
             raise ValueError(
                 f"--resume: {args.run_dir} holds no run (no config.json; start the run without --resume)"
             )
-        kind = _run_kind(run_dir, stored)
+        kind = run_kind(run_dir)
         if kind != "search":
+            kind = "different" if kind in ("other", None) else kind
             hint = (
                 f"; continue it with `discoverygym train {stored.get('env_id')} --run-dir {args.run_dir} --resume`"
                 if kind == "train"
@@ -211,17 +208,6 @@ def _check_run_dir_path(run_dir: Path) -> None:
                     f"cannot create the run directory {run_dir}: {parent} exists and is not a directory"
                 )
             break
-
-
-def _run_kind(run_dir: Path, stored: dict) -> str:
-    """``"search"``, ``"train"``, ``"post-train"`` or ``"different"`` for a run directory's config."""
-    if {"C", "L", "K", "selector"} <= stored.keys():
-        return "search"
-    if {"groups", "group_size"} <= stored.keys() or (run_dir / "checkpoints" / "latest.json").exists():
-        return "train"
-    if "problems" in stored or (run_dir / "rounds").is_dir():
-        return "post-train"
-    return "different"
 
 
 class _Display:
@@ -365,7 +351,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m discoverygym.search.cli ...`` (same arguments as ``discoverygym search``)."""
+    """``python -m discoverygym.cli.search ...`` (same arguments as ``discoverygym search``)."""
     parser = argparse.ArgumentParser(
         prog="discoverygym search", description="(C, L, K, Φ) evolutionary search"
     )

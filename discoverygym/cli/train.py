@@ -1,10 +1,7 @@
 """``discoverygym train`` and ``discoverygym compare``: online RL runs from the command line.
 
-Wiring into the main command (``discoverygym/cli.py``)::
-
-    from discoverygym.agents import cli as agents_cli      # import (torch is imported lazily)
-    agents_cli.add_parsers(sub)                              # in build_parser
-    # in main: if args.command in ("train", "compare"): return agents_cli.run(args)
+Wired into the main command by :mod:`discoverygym.cli` (``add_parsers`` in its parser, ``run`` in
+``main``); torch is imported lazily.
 
 Exit codes: 0 finished, 1 an LLM server failed mid-run (the run directory is resumable), 2 usage
 error (unknown env/agent, bad numbers, unreadable --init, a --run-dir that is a file or holds
@@ -27,8 +24,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from discoverygym.cli.common import one_line, run_kind
 from discoverygym.errors import BackendUnavailable
-from discoverygym.io import run_kind
 
 __all__ = ["add_parsers", "main", "run"]
 
@@ -155,13 +152,7 @@ class _Usage(Exception):
     pass
 
 
-def _message(exc: BaseException) -> str:
-    """One line for the terminal (an ``OSError`` without its ``[Errno n]`` prefix)."""
-    if isinstance(exc, OSError) and exc.strerror:
-        text = exc.strerror + (f": {exc.filename}" if exc.filename else "")
-    else:
-        text = str(exc)
-    return " ".join(text.split())
+_message = one_line
 
 
 def _check_new_run_dir(run_dir: Path) -> None:
@@ -216,7 +207,7 @@ def _stored_train_config(run_dir: Path, env_id: str) -> dict:
 def _load_init(path: str | None) -> Any:
     if path is None:
         return None
-    from discoverygym.cli import UsageError, load_construction
+    from discoverygym.cli.common import UsageError, load_construction
 
     try:
         return load_construction(Path(path))
@@ -479,7 +470,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Standalone entry: ``python -m discoverygym.agents.cli train ENV_ID --run-dir DIR``."""
+    """Standalone entry: ``python -m discoverygym.cli.train train ENV_ID --run-dir DIR``."""
     parser = argparse.ArgumentParser(prog="discoverygym")
     sub = parser.add_subparsers(dest="command", required=True)
     add_parsers(sub)

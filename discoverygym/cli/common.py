@@ -1,0 +1,53 @@
+"""What every ``discoverygym`` sub-command shares: the usage error, construction files, one-line messages.
+
+Exit-code convention (every sub-command): 2 for a :class:`UsageError`, 3 for a missing backend.
+The kind of a run directory is read by one function, :func:`discoverygym.io.run_kind` (re-exported).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from discoverygym.io import run_kind
+
+__all__ = ["UsageError", "load_construction", "one_line", "run_kind"]
+
+
+class UsageError(Exception):
+    """A command-line mistake: printed on one line and turned into exit code 2."""
+
+
+def one_line(exc: BaseException) -> str:
+    """``exc`` as one terminal line (an ``OSError`` without its ``[Errno n]`` prefix, whitespace folded)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        text = exc.strerror + (f": {exc.filename}" if exc.filename else "")
+    else:
+        text = str(exc)
+    return " ".join(text.split())
+
+
+def load_construction(path: Path) -> Any:
+    """Read a construction from JSON: a bare construction or an object with a ``construction`` key.
+
+    Returns:
+        The construction as plain JSON data (lists of numbers).
+
+    Raises:
+        UsageError: unreadable file, invalid JSON (or nested too deeply to parse), or an object
+            without ``construction``.
+    """
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise UsageError(f"{path} is nested too deeply to be a construction") from None
+    if isinstance(data, dict):
+        if "construction" not in data:
+            raise UsageError(f"{path} holds a JSON object without a 'construction' key")
+        return data["construction"]
+    return data
