@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from discoverygym.agents.policies.polish import get_polisher
+from discoverygym.envs.polish import get_polisher
 from discoverygym.agents.trainer import Trainer, ablation_config
 from discoverygym.envs.base import DiscoveryEnv
 from discoverygym.envs.registry import ENVS
@@ -44,7 +44,7 @@ def polish_only(env_id: str, seed: int, budget_s: float, polish_kwargs: dict) ->
     env = DiscoveryEnv(ENVS[env_id])
     _, info = env.reset(seed=seed)
     best = info["state"]
-    polish = get_polisher("auto", env.problem.name)
+    polish = get_polisher("auto", env.problem)
     rng = np.random.default_rng(seed)
     x = np.asarray(best.solution, dtype=np.float64)
     t0 = time.perf_counter()

@@ -2,7 +2,7 @@
 
 Prints one table; both implementations run side by side in this one process, on the same inputs
 (seeded random step functions, plus the published records when ../shared/data is present).
-Target (issue 2): >= 20x faster, identical value to 1e-12 relative.
+Target: >= 20x faster, identical value to 1e-12 relative.
 
     python benchmarks/verifiers.py [--repeats 5]
 """

@@ -66,8 +66,8 @@ def run_kind(run_dir: str | os.PathLike) -> str | None:
     The one reader of run-directory kinds. ``config.json``'s ``"kind"`` decides; directories
     written before runs recorded their kind are recognised by their files (search: ``C``/``L``/``K``
     in the config or ``archive.jsonl``; post-train: ``problems`` in the config, ``rounds/``,
-    ``buffer.jsonl`` or ``state.json``; train: ``groups``/``group_size`` in the config or
-    ``checkpoints/latest.json``). ``"other"``: a ``config.json`` that is none of these (unreadable,
+    ``buffer.jsonl`` or ``state.json``; train: ``groups``, ``group_size`` or ``env_id`` with
+    ``steps`` in the config, or ``checkpoints/latest.json``). ``"other"``: a ``config.json`` that is none of these (unreadable,
     not an object, unknown kind). ``None``: no run (absent path, a file, or a folder without any
     of these files).
     """
@@ -88,7 +88,8 @@ def run_kind(run_dir: str | os.PathLike) -> str | None:
             return "search"
         if "problems" in cfg:
             return "post-train"
-        if {"groups", "group_size"} <= cfg.keys():
+        if "groups" in cfg or "group_size" in cfg or {"env_id", "steps"} <= cfg.keys() \
+                or (d / "checkpoints" / "latest.json").exists():
             return "train"
         return "other"
     if (d / "rounds").is_dir() or (d / "buffer.jsonl").exists() or (d / "state.json").exists():

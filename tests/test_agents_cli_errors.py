@@ -1,4 +1,4 @@
-"""Bad train/compare arguments are usage errors (exit 2) before anything runs (QA findings)."""
+"""Bad train/compare arguments are usage errors (exit 2) before anything runs ."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("torch", reason="the agents need torch (pip install 'discoverygym[rl]')")
 
-from discoverygym.cli import main  # noqa: E402
+from discoverygym.cli import main
 
 
 @pytest.mark.parametrize(
@@ -49,7 +49,7 @@ def test_resume_refuses_changed_hyperparameters(tmp_path, capsys):
     assert main(["train", "ErdosMinOverlap-v0", "--steps", "2", "--run-dir", run_dir, "--resume", "--json"]) == 0
 
 
-# ---------------------------------------------------------------- QA round 2
+# ---------------------------------------------------------------- non-finite numbers, run-directory misuse
 def _one_line(err: str) -> bool:
     return "Traceback" not in err and len(err.strip().splitlines()) == 1
 

@@ -13,11 +13,11 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="agents need torch: pip install torch==2.13.0 (CPU)")
 
-from discoverygym.cli import train as agents_cli
 from discoverygym.agents.policies import SamplingContext, make_trainable_policy
-from discoverygym.agents.policies.polish import get_polisher
 from discoverygym.agents.trainer import ABLATIONS, NaiveRL, TrainConfig, Trainer, TTTDiscover, ablation_config
+from discoverygym.cli import train as agents_cli
 from discoverygym.envs.base import DiscoveryEnv
+from discoverygym.envs.polish import get_polisher
 from discoverygym.envs.registry import ENVS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,12 +72,12 @@ def test_polish_is_deterministic_and_never_worse():
     env = DiscoveryEnv(ENVS["CirclePacking-26-v0"])
     _, info = env.reset(seed=0)
     x = np.asarray(info["state"].solution) + np.random.default_rng(0).normal(0, 0.01, (26, 3))
-    polish = get_polisher("auto", env.problem.name)
+    polish = get_polisher("auto", env.problem)
     a, b = polish(x, maxiter=30), polish(x, maxiter=30)
     assert np.array_equal(a, b)
     out = env.evaluate_construction(a)
     assert out.valid and out.score > info["state"].score + 0.5  # SLSQP from a 1.3 grid reaches ~2.5+
-    assert get_polisher("auto", "hadamard_29") is None
+    assert get_polisher("auto", ENVS["Hadamard-29-v0"]) is None
     with pytest.raises(ValueError, match="unknown polish"):
         get_polisher("bfgs")
 

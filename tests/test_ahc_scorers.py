@@ -304,7 +304,7 @@ def test_ahc039_fast_and_exact_parsers_agree():
             ahc039.parse_output(broken)
 
 
-# --------------------------------------------------------------------------- input checks, output cap (QA F6, F7)
+# --------------------------------------------------------------------------- input checks, output cap
 @pytest.mark.parametrize("text, problem", [
     ("3", "truncated"), ("hello", "not a non-negative integer"), ("1\n0 0 1 1 5", "extra"),
     ("1\n0 0 1 100001", "outside"), ("1\n0 0 1 -1", "not a non-negative integer"), ("0", "outside"),

@@ -190,7 +190,7 @@ HACKS = {
     "exec": "def custom_kernel(data):\n    return eval('data[0]')\n",
     "setattr": "import torch\nsetattr(torch, 'matmul', None)\ndef custom_kernel(data):\n    return data[0]\n",
     "no_entry": "def kernel(data):\n    return data[0]\n",
-    # QA: patching through an alias of a torch object, and reaching __import__ via attrgetter
+    # Patching through an alias of a torch object, and reaching __import__ via attrgetter
     "alias_patch": "import torch\nT = torch.Tensor\nT.__le__ = lambda a, b: a\ndef custom_kernel(data):\n    return data[0]\n",
     "type_patch": "import torch\ndef custom_kernel(data):\n    type(data[0]).add = None\n    return data[0]\n",
     "attrgetter": "import operator\nG = operator.attrgetter('__glob' + 'als__')\ndef custom_kernel(data):\n    return data[0]\n",

@@ -153,7 +153,7 @@ def test_forcing_decision():
     assert FORCE_ANSWER.rstrip().endswith(THINK_END)
 
 
-# ---------------------------------------------------------------- parser cases found by QA
+# ---------------------------------------------------------------- parser cases: hostile and malformed responses
 @pytest.mark.parametrize("text, language, expected", [
     # the last block in the env's language wins over a later block in another / no language
     ("```python\ngood()\n```\nexample output:\n```text\n1 2 3\n```", "python", "good()\n"),
@@ -205,7 +205,7 @@ def test_parser_without_language_takes_the_last_block_whatever_its_tag():
     assert parse_response("```python\na()\n```\n```text\nb\n```") == "b\n"
 
 
-# ---------------------------------------------------------------- parser cases found by QA (round 3)
+# ---------------------------------------------------------------- parser cases: fences, tags and line endings
 @pytest.mark.parametrize("text, expected", [
     # P1: template-opened reasoning (no <think>) with an abandoned, unclosed draft fence
     ("Plan:\n```python\ndraft = 0\n\nno, better idea\n</think>\nAnswer:\n```python\nanswer = 1\n```\n", "answer = 1\n"),

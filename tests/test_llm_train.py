@@ -166,7 +166,7 @@ class _Resumable(_Scripted):
 
 
 def test_resume_truncates_samples_logged_after_the_checkpoint(tmp_path):
-    """QA: kill -9 between logging samples and the checkpoint left duplicate step records."""
+    """A kill -9 between logging samples and the checkpoint leaves no duplicate step records."""
     run = tmp_path / "r"
     policy = _Resumable([_packing(0.1), _packing(0.05)])
     cfg = TrainConfig(env_id="CirclePacking-26-v0", policy="hf:unused", steps=1, groups=1, group_size=2,

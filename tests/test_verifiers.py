@@ -228,7 +228,7 @@ def test_piece_limit_bounds_verification_time(func):
 
 
 def test_number_subclasses_are_refused():
-    """A subclass can make the scored value differ from the stored one (QA finding)."""
+    """A subclass can make the scored value differ from the stored one."""
 
     class Liar(int):
         def __float__(self):

@@ -163,7 +163,7 @@ class TrainConfig:
                 raise ValueError(f"{key} must be a JSON object, got {getattr(self, key)!r}")  # noqa: TRY004
         polish = self.policy_kwargs.get("polish")
         if polish not in (None, "none", "auto"):
-            from discoverygym.agents.policies.polish import POLISHERS
+            from discoverygym.envs.polish import POLISHERS
 
             if polish not in POLISHERS:
                 raise ValueError(f"unknown polish {polish!r}; known: none, auto, {', '.join(POLISHERS)}")

@@ -110,7 +110,7 @@ def _llm_args(p: argparse.ArgumentParser) -> None:
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
-    """Refuse non-finite / out-of-range real-valued flags (QA: ``--lr inf`` trained NaN adapters)."""
+    """Refuse non-finite / out-of-range real-valued flags (``--lr inf`` would train NaN adapters)."""
     import math
 
     for flag, low, strict in (("lr", 0.0, True), ("kl_coef", 0.0, False), ("sigma", 0.0, True),
@@ -224,7 +224,7 @@ def _make_config(factory: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def _check_policy_fits(config: Any) -> None:
-    """Refuse a float-moving policy on an env whose constructions are integers (QA finding).
+    """Refuse a float-moving policy on an env whose constructions are integers.
 
     The Gaussian policy moves coordinates by real amounts, so on Hadamard-29 / SumDifference every
     child is invalid; refuse instead of training on failures.

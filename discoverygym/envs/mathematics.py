@@ -11,6 +11,7 @@ from functools import partial
 
 import numpy as np
 
+from discoverygym.envs.polish import ac1_smooth_max, erdos_smooth_max, slsqp_circles
 from discoverygym.envs.problem import Problem
 from discoverygym.envs.render import circles, integer_set, sign_matrix, step_function
 from discoverygym.rewards.autocorrelation import (
@@ -83,6 +84,7 @@ ERDOS = Problem(
     row_len=None,
     returns=_STEP_RETURNS,
     render=step_function,
+    polish=erdos_smooth_max,
 )
 
 AC1 = Problem(
@@ -102,6 +104,7 @@ AC1 = Problem(
     row_len=None,
     returns=_STEP_RETURNS,
     render=step_function,
+    polish=ac1_smooth_max,
 )
 
 AC2 = Problem(
@@ -162,6 +165,7 @@ def circle_packing_problem(n: int, record: float, source: str, best_human: float
         returns=f"an array of shape ({n}, 3), rows [x, y, r]",
         render=circles,
         failure_reward=-1.0,  # Σr = 0 is a valid (if useless) packing with reward 0
+        polish=slsqp_circles,
     )
 
 

@@ -50,6 +50,9 @@ class Problem:
         reward_scale: for ``direction == "min"`` reward = reward_scale / score.
         failure_reward: reward of an invalid candidate; strictly below every valid reward.
         entry: name of the program's entry function.
+        polish: the problem's deterministic local optimiser, ``x -> x'`` (float64 arrays of the
+            construction's shape; :mod:`~discoverygym.envs.polish`), or ``None``; numeric
+            policies apply it with ``polish="auto"``.
     """
 
     name: str
@@ -66,6 +69,7 @@ class Problem:
     reward_scale: float = 1.0
     failure_reward: float = 0.0
     entry: str = "construct"
+    polish: Callable[..., np.ndarray] | None = None
 
     def reward(self, score: float) -> float:
         """Reward of a valid score: ``score`` when maximised, ``reward_scale / score`` when minimised.

@@ -30,7 +30,7 @@ def _is_plain_number_type(t: type) -> bool:
     """True for exactly ``int``/``float`` and numpy's own integer/float scalar types.
 
     Subclasses are refused: a subclass can override ``__float__``/``__index__`` so that the value
-    the verifier scores differs from the value stored and shown (found by QA).
+    the verifier scores differs from the value stored and shown.
     """
     if t is int or t is float:
         return True

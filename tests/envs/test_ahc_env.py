@@ -123,7 +123,7 @@ def test_generated_cases_follow_seed_option():
     assert [c.text for c in vary.cases(1)] == [c.text for c in vary.cases(1)] != [c.text for c in vary.cases(2)]
 
 
-# --------------------------------------------------------------------------- QA F6-F8
+# --------------------------------------------------------------------------- malformed options and case files
 BAD_INPUTS = [("hello", "'hello' is not a non-negative integer"), (b"\xff\xfe", "not UTF-8"),
               ("3", "truncated"), ("", "empty")]
 

@@ -14,7 +14,7 @@ from discoverygym.envs.program import ProgramEnv
 from discoverygym.envs.registry import PROGRAM_TASKS, TaskSpec, register_task
 from discoverygym.errors import BackendUnavailable
 from discoverygym.protocols import ConstructionProblemProtocol, ProblemProtocol, ProgramTaskProtocol
-from discoverygym.rewards.sandbox import SandboxLimits
+from discoverygym.sandbox.python import SandboxLimits
 from tests.envs.test_program_env import ToyTask
 
 FAST = SandboxLimits(timeout_s=20.0, memory_mb=2048)

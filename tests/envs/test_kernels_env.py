@@ -202,7 +202,7 @@ def test_triton_example_compiles_for_hopper_within_shared_memory(tmp_path, monke
 
 
 # ----------------------------------------------------------------------------- verdict out of process
-# QA finding: the comparison used to run in the candidate's process, so a program could patch what
+# The comparison once ran in the candidate's process, so a program could patch what
 # it relies on. These candidates bypass the static checks (run_stage directly) and return zeros
 # after patching everything a verdict computed in their own process would use.
 _ZEROS = "\n\ndef custom_kernel(data):\n    return torch.zeros_like(data[0])\n"

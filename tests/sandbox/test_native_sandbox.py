@@ -150,7 +150,7 @@ def test_compile_errors_and_compile_timeout(tmp_path):
     assert not result.ok and "exceeded" in result.log
 
 
-# --------------------------------------------------------------------------- confinement (QA F4, F5)
+# --------------------------------------------------------------------------- confinement
 ESCAPE = r"""
 #include <cstdio>
 #include <fcntl.h>

@@ -10,11 +10,11 @@ import gymnasium as gym
 import pytest
 
 from discoverygym.agents.policies import POLICIES, register_policy
+from discoverygym.cli.search import main as search_main
 from discoverygym.envs.program import ProgramTask
 from discoverygym.envs.registry import PROGRAM_TASKS, TaskSpec, register_task
 from discoverygym.errors import InvalidSolution
 from discoverygym.rewards.common import Score
-from discoverygym.cli.search import main as search_main
 from discoverygym.search.evolution import SearchConfig
 
 

@@ -9,7 +9,7 @@ the rows of a 2-D array such as circles ``[x, y, r]``; ``C`` columns, 1 for 1-D)
   ``s = exp(log_step)`` is the learned global step size, ``μ`` a learned per-coordinate drift and
   ``σ = exp(log_std)`` a learned per-coordinate scale;
 * the child ``x + m · u · spread``, optionally followed by a deterministic polish
-  (:mod:`~discoverygym.agents.policies.polish`; part of the reward function for the learner).
+  (:mod:`~discoverygym.envs.polish`; part of the reward function for the learner).
 
 Action "tokens" (for token-level KL shaping and the IS loss) are the units: the log-probability of
 unit ``u`` is ``log Bernoulli(m_u) + m_u Σ_c log N(u_uc)``, so :meth:`token_logprobs` is ``[B, U]``.
@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from discoverygym.agents.policies.polish import get_polisher
+from discoverygym.envs.polish import get_polisher
 from discoverygym.policy import SamplingContext
 
 __all__ = ["GaussianPolicy", "PolicySample"]
@@ -65,10 +65,9 @@ class GaussianPolicy(nn.Module):
         shape: the construction shape ``(U,)`` or ``(U, C)`` (all parents must have it).
         sigma: initial global step ``s`` (fraction of each column's spread; > 0).
         fraction: initial per-unit move probability, in (0, 1).
-        polish: ``None``/``"none"``, ``"auto"`` (the problem's registered polisher) or a name in
-            :data:`~discoverygym.agents.policies.polish.POLISHERS`.
+        polish: ``None``/``"none"``, ``"auto"`` (the problem's declared polisher, ``Problem.polish``) or a name in
+            :data:`~discoverygym.envs.polish.POLISHERS`.
         polish_kwargs: keyword arguments of the polisher (e.g. ``{"steps": 50}``).
-        problem_name: :attr:`Problem.name`, used by ``polish="auto"`` (else taken from the context).
 
     Raises:
         ValueError: bad shape or hyper-parameters; in :meth:`sample`, a parent of another shape or
@@ -87,7 +86,6 @@ class GaussianPolicy(nn.Module):
         fraction: float = 0.1,
         polish: str | None = None,
         polish_kwargs: dict | None = None,
-        problem_name: str | None = None,
     ) -> None:
         super().__init__()
         shape = tuple(int(s) for s in shape)
@@ -103,7 +101,6 @@ class GaussianPolicy(nn.Module):
         self.logit = nn.Parameter(torch.full((units,), math.log(fraction / (1 - fraction)), dtype=torch.float64))
         self.polish_name = polish
         self.polish_kwargs = dict(polish_kwargs or {})
-        self.problem_name = problem_name
 
     # ------------------------------------------------------------------ distribution
     def _unit_logprob(self, mask: torch.Tensor, move: torch.Tensor) -> torch.Tensor:
@@ -153,7 +150,7 @@ class GaussianPolicy(nn.Module):
                 raise ValueError(f"GaussianPolicy needs a numeric construction, got {x.dtype}")
             if tuple(x.shape) != self.shape:
                 raise ValueError(f"parent shape {x.shape} differs from the policy's {self.shape}")
-            polisher = get_polisher(self.polish_name, self.problem_name or ctx.problem.name)
+            polisher = get_polisher(self.polish_name, ctx.problem)
             out.append([self._one(x.astype(np.float64), ctx.parent.id, rng, polisher) for _ in range(n)])
         return out
 
@@ -186,5 +183,4 @@ class GaussianPolicy(nn.Module):
 
     def config(self) -> dict[str, Any]:
         """Constructor arguments (JSON) that rebuild a policy of the same architecture."""
-        return {"shape": list(self.shape), "polish": self.polish_name, "polish_kwargs": self.polish_kwargs,
-                "problem_name": self.problem_name}
+        return {"shape": list(self.shape), "polish": self.polish_name, "polish_kwargs": self.polish_kwargs}

@@ -1,4 +1,8 @@
-"""Deterministic local polish steps for numeric policies (a policy option, never a trainer branch).
+"""Deterministic local optimisers of constructions ("polish"), declared by the problems that have one.
+
+Each construction problem names its own polisher (:attr:`~discoverygym.envs.problem.Problem.polish`,
+set in :mod:`~discoverygym.envs.mathematics`); numeric policies apply it with ``polish="auto"``
+(a policy option, never a trainer branch).
 
 A polisher maps a proposed construction to a locally improved one: ``polish(x, **kw) -> x'``
 (numpy float64 arrays of the same shape). It is deterministic (no randomness), so for a policy
@@ -6,8 +10,7 @@ A polisher maps a proposed construction to a locally improved one: ``polish(x, *
 learner: the policy's log-probabilities are those of the move, and REINFORCE stays unbiased.
 The env verifies the polished construction like any other; nothing here is trusted.
 
-Registered polishers (:data:`POLISHERS`, keyed by :attr:`Problem.name` prefix, used by
-``polish="auto"``):
+Named polishers (:data:`POLISHERS`, for ``polish=NAME``; ``polish="auto"`` takes the problem's own):
 
 * ``circle_packing`` — :func:`slsqp_circles`: SLSQP maximising Σr subject to containment and
   non-overlap (analytic Jacobians), then radii shrunk until every constraint holds exactly
@@ -213,7 +216,7 @@ def ac1_smooth_max(f: Any, steps: int = 30, lr: float = 1e-2, temp: float = 200.
     return _adam_smooth_max(x0, value, lambda v: torch.clamp(v, min=0.0), steps, lr, temp)
 
 
-#: problem-name prefix -> polisher.
+#: polisher name -> polisher (``polish=NAME``); each problem declares its own in ``Problem.polish``.
 POLISHERS: dict[str, Callable[..., np.ndarray]] = {
     "circle_packing": slsqp_circles,
     "erdos_min_overlap": erdos_smooth_max,
@@ -221,13 +224,16 @@ POLISHERS: dict[str, Callable[..., np.ndarray]] = {
 }
 
 
-def get_polisher(name: str | None, problem_name: str | None = None) -> Callable[..., np.ndarray] | None:
+def get_polisher(name: str | None, problem: Any = None) -> Callable[..., np.ndarray] | None:
     """Resolve a polish option.
 
     Args:
-        name: ``None``/``"none"`` (no polish), ``"auto"`` (the polisher registered for
-            ``problem_name``'s prefix, or none), or a key of :data:`POLISHERS`.
-        problem_name: :attr:`Problem.name` for ``"auto"``.
+        name: ``None``/``"none"`` (no polish), ``"auto"`` (``problem.polish``, the problem's
+            declared local optimiser, or none), or a key of :data:`POLISHERS`.
+        problem: the problem (a :class:`~discoverygym.envs.problem.Problem`) for ``"auto"``.
+
+    Returns:
+        ``polish(x, **kwargs) -> x'`` (numpy float64 of the same shape), or ``None``.
 
     Raises:
         ValueError: unknown name.
@@ -235,10 +241,7 @@ def get_polisher(name: str | None, problem_name: str | None = None) -> Callable[
     if name in (None, "none"):
         return None
     if name == "auto":
-        for prefix, fn in POLISHERS.items():
-            if problem_name and problem_name.startswith(prefix):
-                return fn
-        return None
+        return problem.polish if problem is not None else None
     if name not in POLISHERS:
         raise ValueError(f"unknown polish {name!r}; known: none, auto, {', '.join(POLISHERS)}")
     return POLISHERS[name]
