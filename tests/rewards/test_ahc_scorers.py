@@ -17,7 +17,7 @@ import pytest
 from discoverygym.rewards.ahc import ahc039, ahc058
 from discoverygym.rewards.ahc.textio import AHCInvalid, decode_output, read_int, split_lines, split_tokens
 
-AHC = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "ahc"
+AHC = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "ahc"
 
 # Official tester messages -> our rule ids (the verdict categories must agree).
 OFFICIAL_RULES = [

@@ -20,7 +20,7 @@ from discoverygym.envs.base import DiscoveryEnv
 from discoverygym.envs.polish import get_polisher
 from discoverygym.envs.registry import ENVS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ERDOS_RECORD = ROOT.parent / "shared" / "data" / "published" / "erdos_ttt_discover.json"
 
 

@@ -18,7 +18,7 @@ from discoverygym.agents.learner import Learner, NumericLearner
 from discoverygym.agents.trainer import ABLATIONS, Trainer, ablation_config
 from tests.llm_fixtures import tiny_model_dir
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENV = "CirclePacking-26-v0"
 
 

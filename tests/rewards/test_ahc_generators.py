@@ -16,7 +16,7 @@ import pytest
 
 from discoverygym.rewards.ahc import ahc039, ahc058
 
-AHC = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "ahc"
+AHC = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "ahc"
 ks_2samp = pytest.importorskip("scipy.stats").ks_2samp
 
 
