@@ -12,29 +12,27 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RUN_KINDS", "atomic_write_json", "available_cpus", "run_kind"]
+__all__ = ["RUN_KINDS", "atomic_write_json", "atomic_write_text", "available_cpus", "file_in_the_way", "run_kind"]
 
 
-def atomic_write_json(path: str | os.PathLike, data: Any, fsync: bool = True) -> None:
-    """Write ``data`` as JSON to ``path`` atomically (temporary file in the same folder, ``os.replace``).
+def atomic_write_text(path: str | os.PathLike, text: str, fsync: bool = True) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically: a temporary file in the same folder, then ``os.replace``.
 
     A reader sees either the old file or the new one, never a partial write, even if the process
     is killed mid-write. ``fsync`` (default) also makes the new content survive an OS crash.
-    Non-finite floats are written as ``NaN`` / ``Infinity`` (``allow_nan``). Missing parent
-    folders are created.
+    Missing parent folders are created.
 
     Raises:
         OSError: the folder cannot be written (full disk, permissions); the old file is kept and
             the temporary file removed.
-        TypeError / ValueError: ``data`` is not JSON-serialisable (nothing is replaced).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.chmod(tmp, 0o644)
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, allow_nan=True)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
             fh.flush()
             if fsync:
                 os.fsync(fh.fileno())
@@ -45,6 +43,33 @@ def atomic_write_json(path: str | os.PathLike, data: Any, fsync: bool = True) ->
         except OSError:
             pass
         raise
+
+
+def atomic_write_json(path: str | os.PathLike, data: Any, fsync: bool = True) -> None:
+    """Write ``data`` as JSON to ``path`` atomically (:func:`atomic_write_text`).
+
+    Non-finite floats are written as ``NaN`` / ``Infinity`` (``allow_nan``).
+
+    Raises:
+        OSError: as :func:`atomic_write_text` (the old file is kept).
+        TypeError / ValueError: ``data`` is not JSON-serialisable (nothing is written).
+    """
+    atomic_write_text(path, json.dumps(data, allow_nan=True), fsync=fsync)
+
+
+def file_in_the_way(run_dir: str | os.PathLike) -> Path | None:
+    """The path that stops ``run_dir`` from being (or becoming) a directory, or ``None``.
+
+    That is ``run_dir`` itself when it exists and is not a directory, or its nearest existing
+    ancestor when that is not a directory. Every command refuses such a ``--run-dir`` up front.
+    """
+    run_dir = Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        return run_dir
+    for parent in run_dir.parents:
+        if parent.exists():
+            return None if parent.is_dir() else parent
+    return None
 
 
 def available_cpus() -> int:

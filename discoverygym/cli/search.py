@@ -25,8 +25,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from discoverygym.cli.common import run_kind
+from discoverygym.cli.common import one_line, run_kind
 from discoverygym.errors import BackendUnavailable
+from discoverygym.io import file_in_the_way
 from discoverygym.policy import POLICIES
 from discoverygym.search.config import SearchConfig, check_env_id
 from discoverygym.search.evolution import EvolutionarySearch, SearchResult
@@ -199,15 +200,11 @@ def _config_from_args(args: argparse.Namespace) -> SearchConfig:
 
 def _check_run_dir_path(run_dir: Path) -> None:
     """Refuse a new run directory that is a file or lies under one (one clear line, exit 2)."""
-    if run_dir.exists() and not run_dir.is_dir():
+    blocker = file_in_the_way(run_dir)
+    if blocker == run_dir:
         raise ValueError(f"cannot create the run directory {run_dir}: it exists and is not a directory")
-    for parent in run_dir.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ValueError(
-                    f"cannot create the run directory {run_dir}: {parent} exists and is not a directory"
-                )
-            break
+    if blocker is not None:
+        raise ValueError(f"cannot create the run directory {run_dir}: {blocker} exists and is not a directory")
 
 
 class _Display:
@@ -280,13 +277,7 @@ def _summary(console: Console, config: SearchConfig, result: SearchResult) -> No
     )
 
 
-def _message(exc: BaseException) -> str:
-    """An error for the terminal, on one line (an ``OSError`` without its ``[Errno n]`` prefix)."""
-    if isinstance(exc, OSError) and exc.strerror:
-        text = exc.strerror + (f": {exc.filename}" if exc.filename else "")
-    else:
-        text = str(exc)
-    return " ".join(text.split())
+_message = one_line
 
 
 def run(args: argparse.Namespace) -> int:

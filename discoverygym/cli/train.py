@@ -26,6 +26,7 @@ from rich.table import Table
 
 from discoverygym.cli.common import one_line, run_kind
 from discoverygym.errors import BackendUnavailable
+from discoverygym.io import file_in_the_way
 
 __all__ = ["add_parsers", "main", "run"]
 
@@ -157,13 +158,11 @@ _message = one_line
 
 def _check_new_run_dir(run_dir: Path) -> None:
     """Refuse a ``--run-dir`` for a new run that is a file, lies under a file, or holds a run."""
-    if run_dir.exists() and not run_dir.is_dir():
+    blocker = file_in_the_way(run_dir)
+    if blocker == run_dir:
         raise _Usage(f"{run_dir} exists and is not a directory")
-    for parent in run_dir.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise _Usage(f"{parent} exists and is not a directory (it cannot hold --run-dir {run_dir})")
-            break
+    if blocker is not None:
+        raise _Usage(f"{blocker} exists and is not a directory (it cannot hold --run-dir {run_dir})")
     if (run_dir / "checkpoints" / "latest.json").exists():
         raise _Usage(f"{run_dir} already holds a run: pass --resume or choose another --run-dir")
     kind = run_kind(run_dir)

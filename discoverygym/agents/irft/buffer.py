@@ -52,11 +52,11 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from discoverygym.io import atomic_write_text
 from discoverygym.search.runlog import RunLog
 
 __all__ = ["COLUMNS", "ReplayBuffer", "rows_from_search"]
@@ -120,23 +120,8 @@ def check_row(row: dict) -> dict:
 
 
 def _atomic_write_lines(path: Path, rows: Iterable[dict]) -> None:
-    """Write JSON lines to ``path`` atomically (temp file in the same folder, fsync, rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for row in rows:
-                fh.write(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
+    """Write JSON lines to ``path`` atomically (:func:`discoverygym.io.atomic_write_text`; NaN refused)."""
+    atomic_write_text(path, "".join(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n" for row in rows))
 
 class ReplayBuffer:
     """The replay buffer D of IRFT, persisted as ``buffer.jsonl`` (format in the module docstring).

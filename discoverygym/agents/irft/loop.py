@@ -50,7 +50,7 @@ from discoverygym.agents.irft.buffer import ReplayBuffer, rows_from_search
 from discoverygym.agents.irft.credit import CREDIT_RULES, assign_credit
 from discoverygym.agents.irft.recording import RecordingPolicy, read_prompts
 from discoverygym.agents.irft.sft import SFTSettings
-from discoverygym.io import atomic_write_json, run_kind
+from discoverygym.io import atomic_write_json, file_in_the_way, run_kind
 from discoverygym.search.evolution import EvolutionarySearch, SearchConfig
 from discoverygym.search.runlog import RunLog
 
@@ -208,13 +208,11 @@ def check_run_dir(run_dir: str | os.PathLike, *, resume: bool) -> dict | None:
             that already holds a run.
     """
     d = Path(run_dir)
-    if d.exists() and not d.is_dir():
+    blocker = file_in_the_way(d)
+    if blocker == d:
         raise ValueError(f"{d} exists and is not a directory")
-    for parent in d.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ValueError(f"cannot create {d}: {parent} is not a directory")
-            break
+    if blocker is not None:
+        raise ValueError(f"cannot create {d}: {blocker} is not a directory")
     kind = run_kind(d)
     other = {
         "search": "a search run (discoverygym search)",
