@@ -226,6 +226,26 @@ def make_reuse(name: str, env: gym.Env, initial: State | None, **kwargs: Any) ->
     return REUSE_RULES[name](env, initial_states=[initial] if initial is not None else None, **kwargs)
 
 
+def check_polish_kwargs(policy_kwargs: dict, problem: Any) -> None:
+    """Refuse ``polish_kwargs`` that the resolved polisher does not take (before anything runs).
+
+    Raises:
+        ValueError: an unknown polish name, or arguments the polisher's signature does not accept.
+    """
+    import inspect
+
+    from discoverygym.envs.polish import get_polisher
+
+    polisher = get_polisher(policy_kwargs.get("polish"), problem)
+    kwargs = policy_kwargs.get("polish_kwargs") or {}
+    if polisher is None or not kwargs:
+        return
+    try:
+        inspect.signature(polisher).bind(None, **kwargs)
+    except TypeError as exc:
+        raise ValueError(f"polish_kwargs {kwargs!r} do not fit {polisher.__name__}: {exc}") from None
+
+
 def build_learners(config: TrainConfig, start: State, problem: Any) -> tuple[Any, Any]:
     """``(sampler, learner)`` for ``config.policy``: the same object unless a server/engine samples.
 
@@ -244,6 +264,7 @@ def build_learners(config: TrainConfig, start: State, problem: Any) -> tuple[Any
         from discoverygym.agents.learner import NumericLearner
         from discoverygym.agents.policies import make_trainable_policy
 
+        check_polish_kwargs(config.policy_kwargs, problem)
         policy = make_trainable_policy(config.policy, np.shape(start.solution), problem_name=problem.name,
                                        **config.policy_kwargs)
         learner = NumericLearner(policy, lr=config.lr, adam_beta1=config.adam_beta1, adam_beta2=config.adam_beta2,

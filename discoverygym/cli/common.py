@@ -12,7 +12,7 @@ from typing import Any
 
 from discoverygym.io import run_kind
 
-__all__ = ["UsageError", "load_construction", "one_line", "run_kind"]
+__all__ = ["UsageError", "check_policy_fits", "load_construction", "one_line", "run_kind"]
 
 
 class UsageError(Exception):
@@ -51,3 +51,26 @@ def load_construction(path: Path) -> Any:
             raise UsageError(f"{path} holds a JSON object without a 'construction' key")
         return data["construction"]
     return data
+
+
+def check_policy_fits(policy: str, env_id: str) -> None:
+    """Refuse the Gaussian policy (real-valued moves) on an env whose constructions are integers.
+
+    On Hadamard-29 / SumDifference every child of a real-valued move is invalid, so ``train``,
+    ``compare`` and ``search`` refuse it up front instead of running on failures.
+
+    Raises:
+        ValueError: ``policy == "gaussian"`` and ``env_id``'s initial construction is integer-valued.
+    """
+    import numpy as np
+
+    from discoverygym.envs.registry import ENVS
+
+    if policy != "gaussian" or env_id not in ENVS:
+        return
+    initial = np.asarray(ENVS[env_id].initial(np.random.default_rng(0)))
+    if initial.dtype.kind in "iu":
+        raise ValueError(
+            f"policy 'gaussian' moves constructions by real amounts, but {env_id} has integer "
+            "constructions (every child would be invalid); use `discoverygym search --policy mutation` there"
+        )

@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from discoverygym.cli.common import one_line, run_kind
+from discoverygym.cli.common import check_policy_fits, one_line, run_kind
 from discoverygym.errors import BackendUnavailable
 from discoverygym.io import file_in_the_way
 from discoverygym.policy import POLICIES
@@ -289,6 +289,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.resume:
             _check_run_dir_path(Path(args.run_dir))
         config = _config_from_args(args)
+        check_policy_fits(config.policy, config.env_id)
         display = _Display(console, config.budget, args.log_every)
         search = EvolutionarySearch(
             config,

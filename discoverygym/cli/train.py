@@ -24,7 +24,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from discoverygym.cli.common import one_line, run_kind
+from discoverygym.cli.common import check_policy_fits, one_line, run_kind
 from discoverygym.errors import BackendUnavailable
 from discoverygym.io import file_in_the_way
 
@@ -223,21 +223,11 @@ def _make_config(factory: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def _check_policy_fits(config: Any) -> None:
-    """Refuse a float-moving policy on an env whose constructions are integers.
-
-    The Gaussian policy moves coordinates by real amounts, so on Hadamard-29 / SumDifference every
-    child is invalid; refuse instead of training on failures.
-    """
-    import numpy as np
-
-    from discoverygym.envs.registry import ENVS
-
-    initial = np.asarray(ENVS[config.env_id].initial(np.random.default_rng(0)))
-    if config.policy == "gaussian" and initial.dtype.kind in "iu":
-        raise _Usage(
-            f"policy 'gaussian' moves constructions by real amounts, but {config.env_id} has integer "
-            "constructions (every child would be invalid); use `discoverygym search --policy mutation` there"
-        )
+    """:func:`~discoverygym.cli.common.check_policy_fits` as a usage error."""
+    try:
+        check_policy_fits(config.policy, config.env_id)
+    except ValueError as exc:
+        raise _Usage(str(exc)) from None
 
 
 def _fmt(v: float | None) -> str:
@@ -356,9 +346,17 @@ def _compare(args: argparse.Namespace, console: Console) -> int:
     from discoverygym.agents.trainer import ABLATIONS, Trainer, ablation_config
     from discoverygym.envs.registry import ENVS
 
+    from discoverygym.envs.registry import PROGRAM_TASKS
+    from discoverygym.policy import is_llm_spec
+
+    if args.env_id in PROGRAM_TASKS:
+        raise _Usage(f"{args.env_id} takes programs: compare runs the numeric policy on construction envs; "
+                     "train it with an LLM policy (`discoverygym train --policy hf:PATH_OR_ID ...`)")
     if args.env_id not in ENVS:
         raise _Usage(f"unknown env {args.env_id!r}; run `discoverygym list`")
-    from discoverygym.policy import is_llm_spec
+    blocker = file_in_the_way(Path(args.run_dir))
+    if blocker is not None:
+        raise _Usage(f"{blocker} exists and is not a directory (it cannot hold --run-dir {args.run_dir})")
 
     if is_llm_spec(args.policy or ""):
         raise _Usage("compare runs the numeric policy; for LLM policies run `discoverygym train` once per config")
@@ -464,7 +462,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"discoverygym: unavailable here: {' '.join(str(exc).split())}{hint}", file=sys.stderr)
         return 3
     except KeyboardInterrupt:
-        console.print("interrupted: continue with `discoverygym train ... --run-dir DIR --resume`")
+        hint = (f"discoverygym train {args.env_id} --run-dir {args.run_dir} --resume" if args.command == "train"
+                else "discoverygym compare ... (completed runs are kept)")
+        console.print(f"interrupted: continue with `{hint}`", highlight=False)
         return 130
 
 

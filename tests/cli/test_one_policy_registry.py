@@ -63,3 +63,26 @@ def test_run_kind_of_directories_written_before_kinds_were_recorded(tmp_path):
     (odd / "config.json").write_text("[1, 2]")
     assert [run_kind(d) for d in (old_train, old_search, odd, tmp_path / "missing")] == ["train", "search", "other",
                                                                                         None]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["search", "Hadamard-29-v0", "--policy", "gaussian", "-C", "1", "-L", "1", "-K", "2"], "integer constructions"),
+    (["search", "CirclePacking-26-v0", "--policy", "gaussian", "--policy-kwargs", '{"polish": "bogus"}',
+      "-C", "1", "-L", "1", "-K", "2"], "unknown polish 'bogus'"),
+    (["train", "ErdosMinOverlap-v0", "--polish", "auto", "--polish-kwargs", '{"bogus": 1}', "--steps", "1"],
+     "do not fit erdos_smooth_max"),
+    (["train", "CirclePacking-26-v0", "--policy", "mutation", "--steps", "1"], "cannot be trained"),
+    (["compare", "AHC039-v0", "--configs", "full", "--seeds", "1", "--steps", "1"], "AHC039-v0 takes programs"),
+])
+def test_policy_mistakes_are_refused_before_the_run_directory_exists(argv, message, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main([*argv, "--run-dir", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not run.exists()
+
+
+def test_train_lists_only_trainable_policies(tmp_path, capsys):
+    assert main(["train", "CirclePacking-26-v0", "--policy", "nosuch", "--run-dir", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "trainable: gaussian," in err and "mutation" not in err

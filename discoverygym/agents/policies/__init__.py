@@ -86,6 +86,11 @@ class TrainablePolicy(Policy, Protocol):
         """JSON constructor arguments that rebuild the same architecture."""
 
 
+def _is_trainable_class(factory: Any) -> bool:
+    """Whether a policy factory (a class) has the methods of :class:`TrainablePolicy`."""
+    return all(callable(getattr(factory, m, None)) for m in ("token_logprobs", "reference", "state_dict"))
+
+
 def make_trainable_policy(name: str, shape: Sequence[int], **kwargs: Any) -> TrainablePolicy:
     """Build a registered policy for constructions of ``shape`` and check that it can be trained.
 
@@ -97,7 +102,8 @@ def make_trainable_policy(name: str, shape: Sequence[int], **kwargs: Any) -> Tra
     from discoverygym.policy import is_llm_spec
 
     if is_llm_spec(name) or name not in POLICIES:
-        raise ValueError(f"unknown trainable policy {name!r}; registered: {', '.join(sorted(POLICIES))}, "
+        trainable = sorted(n for n in POLICIES if _is_trainable_class(policy_factory(n)))
+        raise ValueError(f"unknown trainable policy {name!r}; trainable: {', '.join(trainable)}, "
                          f"or an LLM (code mode): {LLM_SPECS}")
     policy = make_policy(name, shape=shape, **kwargs)
     if not isinstance(policy, TrainablePolicy):

@@ -93,6 +93,7 @@ class GaussianPolicy(nn.Module):
             raise ValueError(f"shape must be (U,) or (U, C) with positive sizes, got {shape}")
         if not sigma > 0 or not 0 < fraction < 1:
             raise ValueError(f"need sigma > 0 and 0 < fraction < 1, got {sigma}, {fraction}")
+        get_polisher(polish)  # an unknown polish name is refused here, before any run starts
         self.shape = shape
         units, cols = shape[0], (shape[1] if len(shape) == 2 else 1)
         self.log_step = nn.Parameter(torch.tensor(math.log(sigma), dtype=torch.float64))
