@@ -344,9 +344,7 @@ def _train(args: argparse.Namespace, console: Console) -> int:
 
 def _compare(args: argparse.Namespace, console: Console) -> int:
     from discoverygym.agents.trainer import ABLATIONS, Trainer, ablation_config
-    from discoverygym.envs.registry import ENVS
-
-    from discoverygym.envs.registry import PROGRAM_TASKS
+    from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
     from discoverygym.policy import is_llm_spec
 
     if args.env_id in PROGRAM_TASKS:
