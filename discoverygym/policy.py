@@ -18,8 +18,8 @@ an env in another action mode.
 names map to ``"module:attr"`` factories imported lazily (the plug-in pattern of Gymnasium's
 ``entry_point`` strings, so this module imports nothing above it), and LLM policies are named by a
 spec ``backend:target`` (``hf:PATH_OR_ID``, ``openai:URL``, ``vllm:MODEL``, ``tinker:MODEL``).
-A factory that declares a ``shape`` or ``problem_name`` parameter receives the construction's
-shape and the problem's name from the runner (the numeric Gaussian policy needs both).
+A factory that declares a ``shape`` parameter receives the construction's shape from the runner
+(the numeric Gaussian policy needs it; its ``polish="auto"`` reads the problem from each context).
 
 Source of the shapes: docs/architecture.md ("Agent contract"); TES / OpenEvolve's split of the
 proposer from the search loop.
@@ -152,7 +152,6 @@ def policy_factory(name: str) -> Callable[..., Policy]:
 
 
 def make_policy(name: str, *, shape: Sequence[int] | Callable[[], Sequence[int]] | None = None,
-                problem_name: str | None = None,
                 **kwargs: Any) -> Policy:
     """Build a registered policy, or an LLM policy from a spec ``backend:target``.
 
@@ -160,8 +159,6 @@ def make_policy(name: str, *, shape: Sequence[int] | Callable[[], Sequence[int]]
         name: a key of :data:`POLICIES` or an LLM spec.
         shape: the construction's shape (or a function returning it, called only when needed),
             passed to factories that declare ``shape``.
-        problem_name: the problem's name, passed to factories that declare ``problem_name`` (and
-            not already given in ``kwargs``).
         **kwargs: the policy's own arguments (``--policy-kwargs``).
 
     Raises:
@@ -176,6 +173,4 @@ def make_policy(name: str, *, shape: Sequence[int] | Callable[[], Sequence[int]]
         if shape is None:
             raise ValueError(f"policy {name!r} needs the construction's shape (it proposes constructions)")
         kwargs["shape"] = tuple(shape() if callable(shape) else shape)
-    if "problem_name" in params and problem_name is not None:
-        kwargs.setdefault("problem_name", problem_name)
     return factory(**kwargs)

@@ -161,12 +161,9 @@ class TrainConfig:
         for key in ("policy_kwargs", "objective_kwargs", "reuse_kwargs", "env_kwargs"):
             if not isinstance(getattr(self, key), dict):
                 raise ValueError(f"{key} must be a JSON object, got {getattr(self, key)!r}")  # noqa: TRY004
-        polish = self.policy_kwargs.get("polish")
-        if polish not in (None, "none", "auto"):
-            from discoverygym.envs.polish import POLISHERS
+        from discoverygym.envs.polish import get_polisher
 
-            if polish not in POLISHERS:
-                raise ValueError(f"unknown polish {polish!r}; known: none, auto, {', '.join(POLISHERS)}")
+        get_polisher(self.policy_kwargs.get("polish"))  # refuses an unknown polish name
 
     @property
     def family(self) -> str:
@@ -265,8 +262,7 @@ def build_learners(config: TrainConfig, start: State, problem: Any) -> tuple[Any
         from discoverygym.agents.policies import make_trainable_policy
 
         check_polish_kwargs(config.policy_kwargs, problem)
-        policy = make_trainable_policy(config.policy, np.shape(start.solution), problem_name=problem.name,
-                                       **config.policy_kwargs)
+        policy = make_trainable_policy(config.policy, np.shape(start.solution), **config.policy_kwargs)
         learner = NumericLearner(policy, lr=config.lr, adam_beta1=config.adam_beta1, adam_beta2=config.adam_beta2,
                                  adam_eps=config.adam_eps)
         return learner, learner
@@ -392,7 +388,6 @@ class Trainer:
         self.step_index = 0
         self.history: list[dict] = []
         self._writer: Any = None
-        self._first_logged_step: int | None = None
         self._tmp: str | None = None
         if resume:
             self._load_checkpoint()
@@ -423,7 +418,8 @@ class Trainer:
         rewards = torch.zeros(cfg.groups, cfg.group_size, dtype=torch.float64)
         n_valid = n_parsed = 0
         errors: dict[str, int] = {}
-        for (g, k), child in zip(self._rollout_keys(samples), self._judge(starts, samples)):
+        keys = [(g, k) for g, group in enumerate(samples) for k in range(len(group))]
+        for (g, k), child in zip(keys, self._judge(starts, samples, keys)):
             sample = samples[g][k]
             rewards[g, k] = child.reward
             n_valid += child.valid
@@ -476,25 +472,21 @@ class Trainer:
         self._log_samples(flat, rewards.reshape(-1).tolist())
         return metrics
 
-    @staticmethod
-    def _rollout_keys(samples: list[list[Any]]) -> list[tuple[int, int]]:
-        return [(g, k) for g, group in enumerate(samples) for k in range(len(group))]
-
     def _eval_workers(self) -> int:
         if self.config.eval_workers:
             return self.config.eval_workers
         env = self.env.unwrapped  # threads pay off only when each evaluation is its own process
         return available_cpus() if env.thread_safe_evaluate and env.action_kind == "code" else 1
 
-    def _judge(self, starts: list[State], samples: list[list[Any]]) -> list[State]:
-        """Judge every sample's action against its start state; returns the children in rollout order.
+    def _judge(self, starts: list[State], samples: list[list[Any]], keys: list[tuple[int, int]]) -> list[State]:
+        """Judge every sample's action against its start state; returns the children in the order of
+        ``keys`` (``(group, rollout)`` pairs, rollout order).
 
         With ``eval_workers`` > 1 the actions are judged at once in threads (each program in its own
         sandbox process), each with an id and a seed from the trainer's generator; the children are then
         recorded through the reuse wrapper in rollout order, so the archive sees the same sequence
         as with sequential evaluation.
         """
-        keys = self._rollout_keys(samples)
         workers = self._eval_workers()
         env = self.env.unwrapped
         if workers <= 1:

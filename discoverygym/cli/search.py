@@ -277,9 +277,6 @@ def _summary(console: Console, config: SearchConfig, result: SearchResult) -> No
     )
 
 
-_message = one_line
-
-
 def run(args: argparse.Namespace) -> int:
     """Execute ``discoverygym search`` with parsed ``args``; returns the exit code."""
     console = Console()
@@ -304,12 +301,12 @@ def run(args: argparse.Namespace) -> int:
     except BackendUnavailable as exc:  # a missing LLM extra / SDK key, an unreachable server
         if display is not None:
             display.stop()
-        print(f"discoverygym search: unavailable here: {_message(exc)}", file=sys.stderr)
+        print(f"discoverygym search: unavailable here: {one_line(exc)}", file=sys.stderr)
         return 3
     except (ValueError, TypeError, OSError) as exc:  # json.JSONDecodeError is a ValueError
         if display is not None:
             display.stop()
-        print(f"discoverygym search: error: {_message(exc)}", file=sys.stderr)
+        print(f"discoverygym search: error: {one_line(exc)}", file=sys.stderr)
         return 2
     try:
         result = search.run()
@@ -324,7 +321,7 @@ def run(args: argparse.Namespace) -> int:
     except BackendUnavailable as exc:
         display.stop()
         print(
-            f"discoverygym search: unavailable here: {_message(exc)}\n"
+            f"discoverygym search: unavailable here: {one_line(exc)}\n"
             f"the run directory {args.run_dir} is resumable (--resume)",
             file=sys.stderr,
         )

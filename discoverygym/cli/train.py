@@ -153,9 +153,6 @@ class _Usage(Exception):
     pass
 
 
-_message = one_line
-
-
 def _check_new_run_dir(run_dir: Path) -> None:
     """Refuse a ``--run-dir`` for a new run that is a file, lies under a file, or holds a run."""
     blocker = file_in_the_way(run_dir)
@@ -293,7 +290,7 @@ def _train(args: argparse.Namespace, console: Console) -> int:
     try:
         trainer = Trainer(config, run_dir, initial=initial, resume=args.resume, callback=on_step)
     except (ModelUnavailable, ValueError, FileExistsError, FileNotFoundError, NotADirectoryError) as exc:
-        raise _Usage(_message(exc)) from None
+        raise _Usage(one_line(exc)) from None
     try:
         with progress:
             result = trainer.run()

@@ -167,7 +167,7 @@ class EvolutionarySearch:
         problem_obj = problem if problem is not None else config.problem()
         if policy is None:
             policy = make_policy(config.policy, shape=lambda: np.shape(problem_obj.initial(np.random.default_rng(0))),
-                                 problem_name=problem_obj.name, **config.policy_kwargs)
+                                 **config.policy_kwargs)
             config.check_policy(policy)  # the built object may say more than its factory did
         self.policy = policy
         probe = make_selector(config.selector, **config.selector_kwargs)

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from discoverygym.agents.irft.sft import SFTSettings, run_weighted_sft
 from discoverygym.errors import BackendUnavailable
+from discoverygym.policy import policy_factory
 
 __all__ = ["Backend", "HFBackend", "TinkerBackend", "make_backend"]
 
@@ -176,9 +177,8 @@ def make_backend(spec: str, kwargs: dict | None = None) -> Backend:
             )
     else:
         _tinker_preflight()
-    module, attr = llm.BACKENDS[backend].split(":")
     try:
-        cls = getattr(importlib.import_module(module), attr)
+        cls = policy_factory(spec)
         try:
             inspect.signature(cls).bind(os.fspath(target), **(kwargs or {}))
         except TypeError as exc:

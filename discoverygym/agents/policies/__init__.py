@@ -32,24 +32,10 @@ __all__ = [
     "Policy",
     "SamplingContext",
     "TrainablePolicy",
-    "llm_policy_factory",
     "make_policy",
     "make_trainable_policy",
     "register_policy",
 ]
-
-
-def llm_policy_factory(spec: str) -> Any:
-    """The class behind an LLM spec (``hf:M``, ``openai:URL``, ``vllm:M``, ``tinker:M``), imported.
-
-    Raises:
-        ValueError: not an LLM spec.
-    """
-    from discoverygym.policy import is_llm_spec, split_spec
-
-    if not is_llm_spec(spec):
-        split_spec(spec)  # raises with the spec forms
-    return policy_factory(spec)
 
 
 @runtime_checkable
@@ -87,8 +73,14 @@ class TrainablePolicy(Policy, Protocol):
 
 
 def _is_trainable_class(factory: Any) -> bool:
-    """Whether a policy factory (a class) has the methods of :class:`TrainablePolicy`."""
-    return all(callable(getattr(factory, m, None)) for m in ("token_logprobs", "reference", "state_dict"))
+    """Whether a policy factory (a class) has every method of :class:`TrainablePolicy` (checked before
+    anything is built)."""
+    return all(callable(getattr(factory, m, None)) for m in _TRAINABLE_METHODS)
+
+
+#: the methods of :class:`TrainablePolicy` (and :class:`~discoverygym.policy.Policy`'s ``sample``).
+_TRAINABLE_METHODS = ("sample", "token_logprobs", "logprob", "parameters", "state_dict", "load_state_dict",
+                      "reference", "stats", "config")
 
 
 def make_trainable_policy(name: str, shape: Sequence[int], **kwargs: Any) -> TrainablePolicy:
@@ -105,8 +97,7 @@ def make_trainable_policy(name: str, shape: Sequence[int], **kwargs: Any) -> Tra
         trainable = sorted(n for n in POLICIES if _is_trainable_class(policy_factory(n)))
         raise ValueError(f"unknown trainable policy {name!r}; trainable: {', '.join(trainable)}, "
                          f"or an LLM (code mode): {LLM_SPECS}")
-    policy = make_policy(name, shape=shape, **kwargs)
-    if not isinstance(policy, TrainablePolicy):
-        raise ValueError(f"policy {name!r} cannot be trained (it has no differentiable log-probabilities); "  # noqa: TRY004
+    if not _is_trainable_class(policy_factory(name)):
+        raise ValueError(f"policy {name!r} cannot be trained (it has no differentiable log-probabilities); "
                          "use it with `discoverygym search`")
-    return policy
+    return make_policy(name, shape=shape, **kwargs)

@@ -23,10 +23,9 @@ from typing import Any
 
 from discoverygym import errors
 from discoverygym.agents.prompts import ResponseError, build_messages, failed_program, parse_response
-from discoverygym.policy import LLM_BACKENDS, LLM_SPECS, is_llm_spec, split_spec
+from discoverygym.policy import LLM_SPECS, is_llm_spec, split_spec
 
 __all__ = [
-    "BACKENDS",
     "LLM_SPECS",
     "BackendUnavailable",
     "LLMSample",
@@ -36,10 +35,6 @@ __all__ = [
     "make_sample",
     "split_spec",
 ]
-
-#: backend prefix of a ``--policy`` spec -> "module:Class" (the ground-floor registry).
-BACKENDS = LLM_BACKENDS
-
 
 class BackendUnavailable(errors.BackendUnavailable, ImportError):
     """The backend cannot be used here: its library is not installed (the message names the extra),
