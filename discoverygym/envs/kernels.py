@@ -9,17 +9,22 @@ warning (TTT-Discover trained on H100 timings and reported the other GPUs separa
 An action is Python source defining ``custom_kernel(data)`` (PyTorch, Triton). :meth:`KernelTask.evaluate`:
 
 1. static checks against known reward hacks (:mod:`discoverygym.rewards.kernels.static_checks`);
-2. correctness stage: the candidate runs in its own process, which only *produces* outputs (raw
-   tensor bytes written to its work directory); a separate verifier process that never imports
-   the candidate draws the same inputs, computes the reference and judges every test case
-   (elementwise tolerance with NaN/inf positions), then one case again on fresh inputs — so a
-   program that patches torch or the harness in its own process cannot pass a wrong output;
-3. timing stage in a second candidate process (GPU only): CUDA events, warm-up, ≤ 100 repeats,
-   stop at stderr/mean < 0.1 % or the per-case budget, optional L2 flush; the outputs before and
-   after timing (fresh inputs) go to the verifier the same way
-   (:mod:`discoverygym.sandbox.kernels`, :mod:`~discoverygym.rewards.kernels.timing`).
-   Timing itself necessarily happens in the candidate's process; the residual risks are listed
-   in the runner's docstring.
+2. correctness stage: the candidate runs in its own process inside a bubblewrap sandbox
+   (:mod:`discoverygym.sandbox.kernels.box`: read-only files, no network, its own pid namespace,
+   the GPU device nodes bound in), which only *produces* outputs (raw tensor bytes); a separate
+   judge process that never imports the candidate draws the same inputs, computes the reference
+   and judges every test case (elementwise tolerance with NaN/inf positions), then one case again
+   on fresh inputs — so a program that patches torch or the harness, even with arbitrary native
+   code, can at worst produce a wrong output;
+3. timing stage in a second candidate process (GPU only): warm-up, then ≤ 100 rounds driven by
+   the judge, each on fresh inputs from a seed the judge draws at that moment, CUDA events around
+   the call, stop at stderr/mean < 0.1 % or the per-case budget, optional L2 flush; the judge
+   checks random rounds' outputs (random projections against the reference) and its own clock,
+   so forged timings and cached or deferred outputs fail (:mod:`discoverygym.sandbox.kernels`,
+   :mod:`~discoverygym.rewards.kernels.timing`).
+
+Without bubblewrap kernels are not judged (:class:`~discoverygym.errors.BackendUnavailable`)
+unless ``allow_unconfined=True``.
 
 ``device="cuda"`` on a machine where torch sees no GPU raises
 :class:`~discoverygym.errors.BackendUnavailable` (CLI exit 3) before any case runs.
@@ -74,6 +79,10 @@ class KernelTask(ProgramTask):
         max_repeats: at most this many timed calls per case (GPU MODE: 100).
         rel_se: stop timing a case when stderr/mean falls below this (GPU MODE: 0.001).
         flush_l2: overwrite an L2-sized buffer before each timed call.
+        allow_unconfined: judge kernels even where bubblewrap cannot run (the candidate then runs
+            as a plain process of this user behind the static checks and an audit hook only; see
+            :mod:`discoverygym.sandbox.kernels.box`). Without it, evaluating there raises
+            :class:`~discoverygym.errors.BackendUnavailable`.
         cases_dir, dataset: accepted for the CLI's common options; must be ``None`` here.
 
     Raises:
@@ -104,6 +113,7 @@ class KernelTask(ProgramTask):
         max_repeats: int = 100,
         rel_se: float = 1e-3,
         flush_l2: bool = True,
+        allow_unconfined: bool = False,
         cases_dir: Any = None,
         dataset: Any = None,
     ) -> None:
@@ -113,8 +123,15 @@ class KernelTask(ProgramTask):
             raise ValueError(f"device must be 'cuda', 'cuda:N', 'cpu' or None, got {device!r}")
         if n_cases is not None and int(n_cases) < 1:
             raise ValueError(f"n_cases must be >= 1, got {n_cases}")
-        if min(check_timeout_s, time_timeout_s, case_budget_s) <= 0 or int(max_repeats) < 1 or rel_se <= 0:
-            raise ValueError("timeouts, budgets, max_repeats and rel_se must be positive")
+        for name, value in (("check_timeout_s", check_timeout_s), ("time_timeout_s", time_timeout_s),
+                            ("case_budget_s", case_budget_s), ("rel_se", rel_se)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value < math.inf):
+                raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+        if int(max_repeats) < 1:
+            raise ValueError(f"max_repeats must be >= 1, got {max_repeats!r}")
+        if not isinstance(allow_unconfined, bool):
+            raise ValueError(f"allow_unconfined must be True or False, got {allow_unconfined!r}")
+        self.allow_unconfined = allow_unconfined
         if cases_dir is not None or dataset is not None:
             raise ValueError(f"{self.title} generates its cases from seeds; cases_dir/dataset are not used")
         self.gpu = gpu
@@ -189,7 +206,7 @@ class KernelTask(ProgramTask):
             "timing": self.timing,
         }
         timeout = self.check_timeout_s if stage == "check" else self.time_timeout_s
-        result = run_stage(source, job, workdir, timeout)
+        result = run_stage(source, job, workdir, timeout, allow_unconfined=self.allow_unconfined)
         if result.get("backend_unavailable"):
             raise BackendUnavailable(result["error"].removeprefix("harness error: BackendUnavailable: "))
         if result.get("harness_error"):
@@ -358,9 +375,10 @@ named above.
 Correctness: every test case is compared elementwise with the reference,
 |out - ref| <= {atol} + {rtol}*|ref|, with NaN/inf only where the reference has them; outputs must be
 plain torch.Tensors of the reference's shape on the input's device.
-Timing: CUDA events around one call, after warm-up; up to 100 calls per timed case, stopping when
-the standard error is below 0.1% of the mean; the L2 cache is flushed between calls. After timing
-each case is re-checked on fresh inputs, so results must never be cached across calls.
+Timing: after warm-up, up to 100 timed calls per case, each on fresh inputs drawn at that moment,
+CUDA events around the call, the L2 cache flushed before it; stopping when the standard error is
+below 0.1% of the mean. The judge checks the outputs of randomly chosen timed calls and keeps its
+own clock, so results must never be cached or deferred across calls.
 Score: geometric mean over the timed cases of the mean runtime in microseconds; reward = 3000 / score;
 any failure gives reward 0.
 
@@ -373,7 +391,8 @@ __globals__, ...); file I/O (numpy tofile/load/save..., torch.save/load), torch.
 torch.ops, cpp_extension, Tensor.set_, 3-argument type(); anything named like the reference
 (ref_kernel, generate_input). Writing outside the process's own output directories, other
 processes' /proc entries, ctypes, subprocesses and sockets are refused at run time.
-Outputs are judged in a separate process that never runs your code.
+Your program runs in a sandbox (no network, read-only files outside its own directories); its
+outputs are judged, and its timings checked, by a separate process that never runs your code.
 """
 
 

@@ -31,6 +31,12 @@ reward hacks reported by TTT-Discover and SimpleTES):
   ``match`` class patterns naming them; and modules that torch re-exports as attributes
   (``torch.sys``, ``torch.os``, ``torch.inspect``, ``numpy.ctypeslib``...).
 
+* **Compiler internals and smuggled source**: ``torch._inductor`` (its code cache loader runs the
+  source it is handed), ``torch._dynamo``, ``torch._C``, ``torch._library``/``_ops``, Triton's
+  ``runtime.build`` (compiles and loads a C module), ``compiler``, ``backends`` and ``tools``;
+  a PEP 263 coding declaration other than UTF-8 (a UTF-7 cookie once hid code in a comment: the
+  runner compiles exactly the checked text as UTF-8).
+
 * **File I/O, operator registration, compiled extensions**: NumPy file I/O (``tofile``,
   ``fromfile``, ``loadtxt``, ``savetxt``, ``genfromtxt``, ``save``/``load``/``savez``, ``memmap``,
   ``DataSource``, ``np.lib.format``), ``open`` as a name or attribute, ``torch.save``/``load``,
@@ -50,6 +56,7 @@ the timing, which must run in the candidate's process.
 from __future__ import annotations
 
 import ast
+import re
 
 from discoverygym.errors import InvalidSolution
 
@@ -205,6 +212,16 @@ _IO_ESCAPES = {
     "classes",
     "serialization",
 }
+#: compiler internals that load and run the source or native code they are handed (Inductor's
+#: code cache loader, Triton's compile-a-C-module helper, the C extension and dynamo entry points),
+#: refused as attributes, imported names and module path components.
+_COMPILER_INTERNALS = {"_inductor", "_dynamo", "_C", "_library", "_ops", "_export", "_functorch",
+                       "codecache", "async_compile", "cpp_builder", "_utils_internal"}
+#: Triton modules refused by dotted prefix (``triton.runtime.build``, ``triton.compiler``...).
+_TRITON_INTERNALS = ("triton.runtime.build", "triton.runtime.cache", "triton.compiler", "triton.backends",
+                     "triton.tools", "triton._C")
+#: PEP 263 coding declaration.
+_COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 #: refused as attributes of numpy / torch (``np.save``, ``torch.load``; ``tl.load`` stays allowed).
 _MODULE_IO = {"save", "load", "savez", "savez_compressed", "format"}
 
@@ -269,6 +286,11 @@ def violations(source: str, entry: str = "custom_kernel") -> list[str]:
     Returns:
         Messages with line numbers, e.g. ``"line 12: try/except is not allowed (...)"``.
     """
+    for lineno, line in enumerate(source.splitlines()[:2], 1):
+        m = _COOKIE.match(line)
+        if m and m.group(1).lower().replace("_", "-") not in ("utf-8", "utf8"):
+            return [f"line {lineno}: the source encoding declaration {m.group(1)!r} is not allowed "
+                    "(programs are UTF-8: what is checked must be what runs)"]
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
@@ -291,6 +313,20 @@ def violations(source: str, entry: str = "custom_kernel") -> list[str]:
                     add(node, f"import of `{alias.name}` from `{node.module}` is not allowed (file I/O)")
                 elif alias.name == "lib":
                     io_roots.add(alias.asname or alias.name)
+    for node in ast.walk(tree):
+        paths = []
+        if isinstance(node, ast.Import):
+            paths = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            paths = [f"{node.module or ''}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            paths = [_dotted(node)]
+        for path in paths:
+            parts = path.split(".")
+            if any(p in _COMPILER_INTERNALS for p in parts) or any(
+                path == t or path.startswith(t + ".") for t in _TRITON_INTERNALS
+            ):
+                add(node, f"`{path}` is not allowed: compiler internals can load and run arbitrary code")
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:

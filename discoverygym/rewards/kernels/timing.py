@@ -40,7 +40,7 @@ _SYNC = torch.cuda.synchronize
 _CURRENT_STREAM = torch.cuda.current_stream
 _PERF = time.perf_counter
 
-__all__ = ["L2Flusher", "gpu_info", "require_gpu", "should_stop", "summarise", "time_kernel"]
+__all__ = ["L2Flusher", "gpu_info", "require_gpu", "should_stop", "summarise", "time_call", "time_kernel"]
 
 
 def require_gpu(device: str = "cuda") -> None:
@@ -238,3 +238,52 @@ def _time_wall(
         times.append((_PERF() - t0) * 1e6)
         del out
     return {**summarise(times), "times_us": times}
+
+
+def time_call(fn: Callable[[Any], Any], data: Any, *, device: str = "cuda", clock: str = "cuda",
+              flusher: L2Flusher | None = None) -> tuple[float, Any]:
+    """Time one call ``fn(data)``: the unit of the judge-driven timing rounds.
+
+    ``clock="cuda"``: device synchronisation, optional L2 flush, CUDA events recorded on the
+    current stream around the call, synchronisation; ``"wall"``: ``time.perf_counter`` around the
+    call and a synchronisation (CPU tests). This runs in the candidate's process, so its number is
+    *untrusted*: the judge accepts it only when it agrees with its own clock (see
+    :mod:`discoverygym.sandbox.kernels`).
+
+    Args:
+        fn: the candidate kernel.
+        data: its input.
+        device: the device of ``data``.
+        clock: ``"cuda"`` or ``"wall"``.
+        flusher: an :class:`L2Flusher` to run before the call (GPU only) or None.
+
+    Returns:
+        ``(microseconds, output)``.
+
+    Raises:
+        BackendUnavailable: ``clock="cuda"`` without a GPU.
+        ValueError: unknown clock.
+        Exception: whatever ``fn`` raises.
+    """
+    if clock == "wall":
+        sync = _SYNC if str(device).startswith("cuda") else (lambda: None)
+        sync()
+        t0 = _PERF()
+        out = fn(data)
+        sync()
+        return (_PERF() - t0) * 1e6, out
+    if clock != "cuda":
+        raise ValueError(f"clock must be 'cuda' or 'wall', got {clock!r}")
+    require_gpu(device)
+    record = _RECORD if _RECORD is not None else _EVENT.record
+    elapsed = _ELAPSED if _ELAPSED is not None else _EVENT.elapsed_time
+    _SYNC()
+    if flusher is not None:
+        flusher()
+    start, end = _EVENT(enable_timing=True), _EVENT(enable_timing=True)
+    stream = _CURRENT_STREAM()
+    record(start, stream)
+    out = fn(data)
+    record(end, stream)
+    _SYNC()
+    return elapsed(start, end) * 1000.0, out

@@ -1,25 +1,40 @@
-"""The candidate process of a kernel stage: imports the candidate, calls and times it, writes its outputs.
+"""The candidate process of a kernel stage: runs the candidate, writes its outputs, answers the judge.
 
-Started by :func:`discoverygym.sandbox.kernels.launcher.run_stage` as
-``python -m discoverygym.sandbox.kernels.candidate WORKDIR``. It draws the seeded inputs, imports
-``WORKDIR/candidate.py`` under an audit hook (:func:`_make_candidate_hook`), calls ``custom_kernel``
-and writes each output's raw bytes plus a JSON description into ``WORKDIR/out/`` for the verifier
-(:mod:`.verifier`), one case at a time; it never computes a verdict. Its ``result.json`` (timings,
-messages) is untrusted by the parent. See :mod:`discoverygym.sandbox.kernels` for the residual risks.
+Started by :func:`discoverygym.sandbox.kernels.launcher.run_stage` (inside the bubblewrap sandbox
+of :mod:`.box`) as ``python -m discoverygym.sandbox.kernels.candidate WORKDIR FD``: stdin carries
+the judge's messages, ``FD`` is the pipe to the judge (:class:`~.common.Channel`). It draws the
+seeded inputs, compiles the checked bytes of ``WORKDIR/candidate.py`` (UTF-8 only: a PEP 263
+coding cookie naming anything else is refused, so what was checked is what runs) under an audit
+hook (:func:`_make_candidate_hook`), calls ``custom_kernel`` and writes each output's raw bytes
+plus a JSON description into ``WORKDIR/out/`` for the judge (:mod:`.verifier`), one output at a
+time. In the timing stage it runs the judge's rounds: draw the inputs of the seed the judge just
+sent, time one call, report the time and the output's sketches. It never computes a verdict, and
+nothing it reports is trusted. See :mod:`discoverygym.sandbox.kernels`.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
+import re
 import sys
 import time
+import types
 from pathlib import Path
 from typing import Any
 
 from discoverygym.sandbox import audit
-from discoverygym.sandbox.kernels.common import PARTS, failure_result, plan, problem_functions, require_device
+from discoverygym.sandbox.kernels.box import WRITABLE
+from discoverygym.sandbox.kernels.common import (
+    PARTS,
+    Channel,
+    bind_lifetime,
+    failure_result,
+    plan,
+    problem_functions,
+    require_device,
+    sketch,
+)
 
 __all__ = ["main"]
 
@@ -35,7 +50,9 @@ class _Stopped(Exception):
 #: set once the candidate module starts executing: later unexpected errors are the candidate's.
 _LOADED = {"value": False}
 #: taken at import, before any candidate code exists in this process.
-_sleep, _exists, _replace = time.sleep, os.path.exists, os.replace
+_replace = os.replace
+#: PEP 263 coding declaration (first two lines only, as the tokenizer reads it).
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 
 
 def _guarded() -> dict[str, Any]:
@@ -79,10 +96,8 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _emit(out_dir: Path, k: int, value: Any, problem: str, label: str) -> None:
-    """Write output ``k``'s tensors as raw bytes + a JSON description; wait for the verifier."""
-    import torch
-
+def _parts(value: Any, problem: str, label: str) -> list:
+    """``[(name, tensor), ...]`` of one output (``(output, kv_cache)`` for MLA)."""
     names = PARTS[problem]
     if problem == "mla":
         if not isinstance(value, (tuple, list)) or len(value) != 2:
@@ -90,11 +105,16 @@ def _emit(out_dir: Path, k: int, value: Any, problem: str, label: str) -> None:
                 f"{label}: custom_kernel must return (output, kv_cache), got {type(value).__name__}"
                 + (f" of length {len(value)}" if isinstance(value, (tuple, list)) else "")
             )
-        parts = list(zip(names, value))
-    else:
-        parts = [("output", value)]
+        return list(zip(names, value))
+    return [("output", value)]
+
+
+def _emit(chan: Channel, out_dir: Path, k: int, value: Any, problem: str, label: str) -> None:
+    """Write output ``k``'s tensors as raw bytes + a JSON description; wait for the judge's answer."""
+    import torch
+
     meta = []
-    for name, t in parts:
+    for name, t in _parts(value, problem, label):
         entry: dict[str, Any] = {"name": name, "plain": type(t) is torch.Tensor}
         entry["kind"] = (
             "a torch.Tensor subclass"
@@ -110,19 +130,50 @@ def _emit(out_dir: Path, k: int, value: Any, problem: str, label: str) -> None:
     tmp = out_dir / f"{k}.json.tmp"
     tmp.write_text(json.dumps(meta))
     _replace(tmp, out_dir / f"{k}.json")
-    while _exists(out_dir / f"{k}.json"):  # the verifier removes it once checked
-        if _exists(out_dir / "stop"):
-            raise _Stopped
-        _sleep(0.005)
-    if _exists(out_dir / "stop"):
+    chan.send({"out": k})
+    answer = chan.recv()
+    if not answer or answer.get("next") is not True:
         raise _Stopped
 
 
 #: directories of the candidate's workdir it may write into (its outputs, temporary and cache files).
-_WRITABLE = ("out", "tmp", "triton_cache", ".triton", ".cache")
+_WRITABLE = WRITABLE
 #: libraries whose own code may start compilers / use ctypes (Triton compiles its launcher with a C
-#: compiler and runs ptxas; Inductor runs compile workers).
-_TRUSTED_PARTS = ("/triton/", "/torch/_inductor/")
+#: compiler and runs ptxas; Inductor runs compile workers), as installed files only.
+_TRUSTED_PARTS = ("/site-packages/triton/", "/site-packages/torch/_inductor/",
+                  "/dist-packages/triton/", "/dist-packages/torch/_inductor/")
+
+
+def _stdlib_dirs() -> tuple[str, ...]:
+    """Directories of the standard library (frames there neither grant nor refuse trust)."""
+    import sysconfig
+
+    paths = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")}
+    return tuple(os.path.realpath(p) + "/" for p in paths) + tuple(p + "/" for p in paths)
+
+
+def _load(path: Path) -> types.ModuleType:
+    """Compile and run the candidate's checked bytes as UTF-8 (what was checked is what runs).
+
+    Raises:
+        _Fail: the file declares an encoding other than UTF-8, or is not valid UTF-8.
+    """
+    raw = path.read_bytes()
+    for line in raw.splitlines()[:2]:
+        m = _COOKIE.match(line)
+        if m and m.group(1).decode("ascii", "replace").lower().replace("_", "-") not in ("utf-8", "utf8"):
+            raise _Fail(f"the program declares the source encoding {m.group(1).decode('ascii', 'replace')!r}; "
+                        "only UTF-8 is accepted")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _Fail(f"the program is not valid UTF-8: {exc}") from None
+    code = compile(text, str(path), "exec", dont_inherit=True)
+    module = types.ModuleType("candidate")
+    module.__file__ = str(path)
+    sys.modules["candidate"] = module
+    exec(code, module.__dict__)  # noqa: S102 - the candidate, inside its sandbox
+    return module
 
 
 def _make_candidate_hook(work: str, candidate: str):
@@ -153,14 +204,20 @@ def _make_candidate_hook(work: str, candidate: str):
         full = _absolute(path)
         return full is None or not _other(full, _self)  # self, thread-self, driver, cpuinfo...
 
-    def trusted(_getframe=sys._getframe, _parts=_TRUSTED_PARTS, _cand=candidate):
+    def trusted(_getframe=sys._getframe, _parts=_TRUSTED_PARTS, _stdlib=_stdlib_dirs(), _work=work):
+        # The first frame above the event that is not the standard library decides: Triton's or
+        # Inductor's own installed code is trusted; anything else (the candidate, code loaded
+        # from a cache or work directory, code compiled from a string) is not, even when a
+        # trusted library called it.
         f = _getframe(2)
         while f is not None:
             name = f.f_code.co_filename
-            if name == _cand:
+            if name.startswith(_work) or name.startswith("<"):
                 return False
             if any(p in name for p in _parts):
                 return True
+            if not name.startswith(_stdlib):
+                return False
             f = f.f_back
         return False
 
@@ -213,29 +270,30 @@ def _make_candidate_hook(work: str, candidate: str):
     return hook
 
 
-def _run(job: dict, work: Path) -> dict:
+def _run(job: dict, work: Path, chan: Channel) -> dict:
     import torch
 
-    from discoverygym.rewards.kernels.timing import gpu_info, require_gpu, time_kernel
+    from discoverygym.rewards.kernels.timing import L2Flusher, gpu_info, require_gpu, time_call
 
     device, stage, problem = job["device"], job["stage"], job["problem"]
     require_device(device)
     generate, _, _ = problem_functions(problem)
     info = gpu_info(device)
-    if stage == "time" and job.get("timing", {}).get("clock", "cuda") == "cuda":
+    timing = job.get("timing", {})
+    clock = timing.get("clock", "cuda")
+    if stage == "time" and clock == "cuda":
         require_gpu(device)
+    flusher = L2Flusher(device) if stage == "time" and clock == "cuda" and timing.get("flush_l2", True) else None
     torch.manual_seed(int(job.get("seed", 0)))
     calls = plan(job)
     out_dir = work / "out"
     guards = _guarded()
-    spec = importlib.util.spec_from_file_location("candidate", work / "candidate.py")
-    module = importlib.util.module_from_spec(spec)
-    for d in _WRITABLE:
-        (work / d).mkdir(exist_ok=True)
     sys.addaudithook(_make_candidate_hook(str(work), str(work / "candidate.py")))
     _LOADED["value"] = True
     try:
-        spec.loader.exec_module(module)
+        module = _load(work / "candidate.py")
+    except _Fail:
+        raise
     except BaseException as exc:  # noqa: BLE001 - reported to the agent (SystemExit included)
         raise _Fail(f"the program failed to import: {type(exc).__name__}: {str(exc)[:500]}") from None
     _check_guards(guards)
@@ -252,64 +310,82 @@ def _run(job: dict, work: Path) -> dict:
         except BaseException as exc:  # noqa: BLE001 - reported to the agent (SystemExit included)
             raise _Fail(f"{label}: custom_kernel raised {type(exc).__name__}: {str(exc)[:500]}") from None
         _check_guards(guards)
-        _emit(out_dir, k, value, problem, label)
+        _emit(chan, out_dir, k, value, problem, label)
         del value
         return data
 
-    timings = []
     if stage == "check":
         for k in range(len(calls)):
             call(k)
-    else:
-        timing = job.get("timing", {})
-        for i in range(len(calls) // 2):
-            data = call(2 * i)
-            label = calls[2 * i][2]
+        return {"ok": True, "error": None, "device": device, **info}
+    for i in range(len(calls) // 2):
+        case, _, label = calls[2 * i]
+        data = call(2 * i)
+        try:
+            for _ in range(int(timing.get("warmup", 3))):
+                fn(data)
+            _sync(device)
+        except BaseException as exc:  # noqa: BLE001 - SystemExit included
+            raise _Fail(f"{label}: custom_kernel raised during warm-up: {type(exc).__name__}: {str(exc)[:500]}") from None
+        del data
+        while True:  # the judge's timing rounds: fresh inputs from the seed it sends now
+            msg = chan.recv()
+            if not msg or msg.get("end") is True:
+                break
             if device.startswith("cuda") and torch.cuda.current_stream() != torch.cuda.default_stream():
                 raise _Fail(f"{label}: the program changed the current CUDA stream")
+            data = generate(case, device, seed=int(msg["seed"]))
             try:
-                t = time_kernel(fn, data, device=device, **timing)
+                us, value = time_call(fn, data, device=device, clock=clock, flusher=flusher)
             except BaseException as exc:  # noqa: BLE001 - SystemExit included
                 raise _Fail(
                     f"{label}: custom_kernel raised during timing: {type(exc).__name__}: {str(exc)[:500]}"
                 ) from None
-            del data
             _check_guards(guards)
-            call(2 * i + 1)
-            timings.append({k: t[k] for k in ("mean_us", "std_us", "stderr_us", "n")})
-            if device.startswith("cuda"):
-                torch.cuda.empty_cache()
-    return {"ok": True, "error": None, "timings": timings, "device": device, **info}
+            sketches = []
+            for name, t in _parts(value, problem, label):
+                if type(t) is not torch.Tensor or not t.is_floating_point():
+                    raise _Fail(f"{label}: during timing, {name} is not a floating torch.Tensor")
+                sketches.append([x if x == x and abs(x) != float("inf") else None
+                                 for x in sketch(t, int(msg["sketch_seed"]))])
+            _sync(device)
+            chan.send({"done": msg.get("go"), "us": float(us), "sketch": sketches})
+            del data, value
+        call(2 * i + 1)
+        if device.startswith("cuda"):
+            torch.cuda.empty_cache()
+    return {"ok": True, "error": None, "device": device, **info}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the candidate process: ``python -m discoverygym.sandbox.kernels.candidate WORKDIR``.
+    """Entry point: ``python -m discoverygym.sandbox.kernels.candidate WORKDIR FD``.
 
-    The candidate process reads ``WORKDIR/job.json`` and ``WORKDIR/candidate.py``, writes outputs
-    into ``WORKDIR/out/`` and ``WORKDIR/result.json`` (timings, errors; never a verdict).
-    Returns the exit status (0 whenever a result was written).
+    Reads ``WORKDIR/job.json`` and ``WORKDIR/candidate.py``, the judge's messages on stdin, writes
+    outputs into ``WORKDIR/out/``, messages to the judge on descriptor ``FD`` and its record
+    (errors, device; never a verdict or a timing the parent trusts) to ``WORKDIR/run/result.json``.
+    Returns the exit status (0 whenever a record was written).
     """
     args = argv if argv is not None else sys.argv[1:]
     work = Path(args[0])
+    chan = Channel(sys.stdin.fileno(), int(args[1]) if len(args) > 1 else -1)
     job = json.loads((work / "job.json").read_text())
+    bind_lifetime(0, float(job.get("cpu_limit_s", 3600.0)))
     # opened before the audit hook exists: the candidate cannot open it for writing by name
-    result_file = open(work / "result.json", "w")  # noqa: SIM115
+    result_file = open(work / "run" / "result.json", "w")  # noqa: SIM115
     try:
-        result = _run(job, work)
+        result = _run(job, work, chan)
     except _Stopped:
-        result = {"ok": False, "error": "stopped: the verifier rejected an output", "stopped": True}
+        result = {"ok": False, "error": "stopped: the judge rejected an output", "stopped": True}
     except _Fail as exc:
         result = {"ok": False, "error": str(exc)}
     except BaseException as exc:  # noqa: BLE001 - reported verbatim (SystemExit, KeyboardInterrupt too)
         # Before the candidate ran, an exception is the harness's or the backend's (no GPU, out of
         # memory); afterwards the candidate may have broken the process state. The parent trusts
-        # neither flag from this process (only the verifier's).
+        # neither flag from this process (only the judge's).
         result = failure_result(exc, harness=not _LOADED["value"])
     result_file.write(json.dumps(result, default=float))
     result_file.close()
     return 0
-
-
 
 
 if __name__ == "__main__":

@@ -6,11 +6,22 @@ here runs or imports a candidate.
 
 from __future__ import annotations
 
+import json
+import math
+import os
+import select
+import time
 import traceback
 from typing import Any
 
-__all__ = ["PARTS", "VERDICT_PREFIX", "failure_result", "fresh_seed", "plan", "problem_functions",
-           "require_device"]
+__all__ = ["MAX_MESSAGE_BYTES", "PARTS", "SKETCHES", "VERDICT_PREFIX", "Channel", "failure_result",
+           "bind_lifetime", "fresh_seed", "plan", "problem_functions", "require_device", "sketch",
+           "sketch_bound"]
+
+#: longest line either side of the candidate <-> judge channel may send (a longer one is malformed).
+MAX_MESSAGE_BYTES = 1 << 16
+#: number of random ±1 projections the candidate reports per output tensor of a timed call.
+SKETCHES = 2
 
 #: Prefix of the verifier's one verdict line (followed by its JSON record).
 VERDICT_PREFIX = "DISCOVERYGYM-VERDICT "
@@ -85,3 +96,143 @@ def failure_result(exc: BaseException, harness: bool) -> dict:
             else f"error after the program was loaded: {type(exc).__name__}: {str(exc)[:500]}"
         ),
     }
+
+
+class Channel:
+    """One JSON object per line over a pair of pipe descriptors (the candidate <-> judge protocol).
+
+    The judge's side treats everything it reads as untrusted: :meth:`recv` returns ``None`` for a
+    closed pipe, a deadline passed, a line longer than :data:`MAX_MESSAGE_BYTES`, or anything that
+    is not one JSON object.
+
+    Args:
+        read_fd: descriptor to read lines from (``-1``: none).
+        write_fd: descriptor to write lines to (``-1``: none).
+    """
+
+    def __init__(self, read_fd: int, write_fd: int) -> None:
+        self.read_fd, self.write_fd = read_fd, write_fd
+        self._buffer = b""
+        self.closed = False
+
+    def send(self, message: dict) -> bool:
+        """Write ``message`` as one line; False when the other side is gone."""
+        data = (json.dumps(message, allow_nan=False) + "\n").encode()
+        try:
+            while data:
+                data = data[os.write(self.write_fd, data) :]
+        except OSError:
+            return False
+        return True
+
+    def recv(self, timeout_s: float | None = None) -> dict | None:
+        """The next message, or None (closed, timed out after ``timeout_s`` seconds, malformed)."""
+        deadline = None if timeout_s is None else time.monotonic() + max(0.0, timeout_s)
+        while b"\n" not in self._buffer:
+            if self.closed or len(self._buffer) > MAX_MESSAGE_BYTES:
+                return None
+            wait = None if deadline is None else deadline - time.monotonic()
+            if wait is not None and wait <= 0:
+                return None
+            ready, _, _ = select.select([self.read_fd], [], [], wait)
+            if not ready:
+                return None
+            try:
+                chunk = os.read(self.read_fd, 65536)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.closed = True
+                continue
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        if len(line) > MAX_MESSAGE_BYTES:
+            return None
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return None
+        return message if isinstance(message, dict) else None
+
+
+def _signs(numel: int, seed: int, k: int, device: Any) -> Any:
+    import torch
+
+    gen = torch.Generator(device=device).manual_seed(int(seed) * 1009 + k)
+    return torch.randint(0, 2, (numel,), generator=gen, dtype=torch.int8, device=device) * 2 - 1
+
+
+def sketch(tensor: Any, seed: int) -> list[float]:
+    """:data:`SKETCHES` random ±1 projections ``Σ_i v_i t_i`` of a tensor (float64, same device).
+
+    The candidate reports them for every timed call; the judge recomputes them on the reference
+    for randomly chosen calls (:func:`sketch_bound`). The signs are drawn from ``seed`` by a
+    generator on the tensor's device (candidate and judge run on the same device).
+
+    Args:
+        tensor: a floating tensor (any shape).
+        seed: the judge's sketch seed of this call.
+
+    Returns:
+        ``SKETCHES`` floats (NaN/inf when the tensor holds them).
+    """
+    import torch
+
+    flat = tensor.detach().reshape(-1).to(dtype=torch.float64)
+    return [float((flat * _signs(flat.numel(), seed, k, flat.device)).sum()) for k in range(SKETCHES)]
+
+
+def sketch_bound(reference: Any, rtol: float, atol: float, sigmas: float = 6.0) -> float:
+    """How far an honest output's sketch may lie from the reference's: ``sigmas·sqrt(Σ τ_i²)``.
+
+    An output within tolerance has errors ``|e_i| ≤ τ_i = atol + rtol·|ref_i|`` that do not depend on
+    the random signs (drawn after the inputs were fixed), so by Hoeffding's inequality
+    ``P(|Σ v_i e_i| > s·sqrt(Σ τ_i²)) ≤ 2·exp(-s²/2)`` (≈ 3e-8 for ``s = 6``): a correct kernel is
+    wrongly refused with at most that probability per sketch, while an output that differs from
+    the reference by much more than the tolerance (zeros, another input's output) is caught.
+
+    Args:
+        reference: the reference tensor.
+        rtol, atol: the problem's tolerance.
+        sigmas: ``s`` above.
+
+    Returns:
+        The bound (float, same units as the tensor); ``inf`` when the reference is not finite.
+    """
+    import torch
+
+    ref = reference.detach().reshape(-1).to(torch.float64)
+    if not bool(torch.isfinite(ref).all()):
+        return math.inf
+    tau = atol + rtol * ref.abs()
+    return sigmas * math.sqrt(float((tau * tau).sum())) + 1e-9 * float(ref.abs().sum())
+
+
+def bind_lifetime(parent_pid: int, cpu_s: float) -> None:
+    """Give this stage process its own lifetime: die with its parent, and a hard CPU-time limit.
+
+    ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` (then exit at once if the parent is already gone: it
+    died before the call) and ``RLIMIT_CPU`` soft = hard = ``ceil(cpu_s)`` seconds (SIGKILL at the
+    hard limit; a process without privileges cannot raise it). Called first thing by the
+    candidate and judge processes, so neither outlives a killed evaluator nor runs forever.
+
+    Args:
+        parent_pid: the pid of the process that must stay alive (``os.getppid()`` at start);
+            0 skips the parent check (inside a pid namespace the parent is not visible).
+        cpu_s: CPU-time limit in seconds (all threads together).
+    """
+    import resource
+    import signal
+    import sys
+
+    from discoverygym.sandbox.probes import libc, prctl
+
+    if sys.platform.startswith("linux"):
+        prctl(libc(), 1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if parent_pid and os.getppid() != parent_pid:
+        os._exit(70)
+    limit = max(1, int(math.ceil(cpu_s)))
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (limit, limit))
