@@ -1,85 +1,64 @@
-"""Per-candidate kernel stages, split by trust boundary: launcher, candidate process, verifier process.
+"""Per-candidate kernel stages, split by trust boundary: launcher, sandboxed candidate, judge.
 
 Modules: :mod:`.launcher` (the parent side: work directories, :func:`.launcher.run_stage` starting
-both processes and merging their records), :mod:`.candidate` (the process that imports and times
-the candidate), :mod:`.verifier` (the process that never imports it and judges its outputs),
-:mod:`.common` (what the three share: the checked calls of a stage, the problems' generators).
+both processes and merging their records), :mod:`.box` (the candidate's bubblewrap sandbox),
+:mod:`.candidate` (the process that runs and times the candidate), :mod:`.verifier` (the judge:
+never imports the candidate, judges its outputs and its timings), :mod:`.common` (what they share:
+the checked calls of a stage, the problems' generators, the channel, the sketches).
 
-**Where the verdict is computed.** Correctness is *never* judged inside the process that runs the
-candidate: a program can patch anything in its own interpreter (``torch.Tensor.__le__``, the
-tolerance function, the harness's own comparison), so a verdict computed there proves nothing.
-Each stage therefore runs two processes side by side:
+**Threat model.** A kernel program is arbitrary code: past the static checks
+(:mod:`discoverygym.rewards.kernels.static_checks`, a cheap first filter) it can reach native code
+(Triton, inline CUDA, ctypes through a library) and then do anything its process can. So nothing
+the candidate's process computes is trusted, and that process is confined by the operating system,
+not by a filter:
 
-* the **candidate process** (``python -m discoverygym.sandbox.kernels.candidate WORKDIR``) draws the
-  seeded inputs, imports the candidate, calls ``custom_kernel`` and writes each output tensor's raw
-  bytes plus a small JSON description (shape, dtype, device, whether it is a plain tensor) into
-  ``WORKDIR/out/``; then it waits until the verifier has consumed them (one case at a time, so the
-  disk holds one case's outputs and the verifier is idle while the candidate is being timed);
-* the **verifier process** (``python -m discoverygym.sandbox.kernels.verifier FD``), started by
-  the parent before the candidate process and never importing the candidate, receives the job from
-  the parent on stdin (not from the candidate's directory), waits for each output, then draws the
-  same inputs, computes the reference, reads the bytes back and applies
-  :func:`discoverygym.rewards.kernels.tolerance.compare` (elementwise tolerance, NaN/inf positions). It first makes itself
-  non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``: processes of the same user cannot open its
-  ``/proc/<pid>/fd/*`` or ``mem``) and sends its verdict as exactly one line, carrying a random
-  nonce the parent gave it on stdin, through a pipe whose write end only it inherited
-  (``pass_fds``); a channel holding anything else (two messages, stray bytes, a wrong nonce) counts
-  as no verdict. When it rejects an output it tells the candidate process to stop (``out/stop``).
+* **the candidate** runs in bubblewrap (:mod:`.box`): its own user, pid, ipc, uts and network
+  namespaces, no capabilities, a separate uid (``nobody``) when the evaluator is root and the
+  interpreter is readable by it, a read-only view of ``/usr``, ``/etc``, ``/sys``, the interpreter,
+  its packages and ``sys.path`` (so it cannot plant a ``.pth`` or patch the verifier for later
+  processes), private ``/tmp`` and ``/proc``, the GPU device nodes bound in, and writable only its
+  output, temporary, cache and record directories. Inside, an audit hook (installed before the
+  candidate is compiled) refuses the obvious escapes early with a clear message; it trusts Triton's
+  and Inductor's installed code to start compilers only when no code from the work directory or a
+  string sits between them and the event;
+* **the judge** (:mod:`.verifier`) is a separate process outside the sandbox, started first,
+  non-dumpable (``PR_SET_DUMPABLE`` 0), in another pid namespace than the candidate, so the
+  candidate can neither see, signal, ptrace nor write it; it receives the job from the parent on
+  stdin and sends its one verdict line, with the parent's nonce, through a pipe only it holds;
+* **source integrity**: the parent writes the checked text as UTF-8, the candidate process
+  compiles exactly those bytes as UTF-8 (a coding cookie naming another encoding is refused by the
+  static checks and again by the runner), so code hidden by a PEP 263 cookie never runs;
+* **lifetimes**: every stage process dies with its parent (``PR_SET_PDEATHSIG`` and bubblewrap's
+  ``--die-with-parent``) and carries its own hard ``RLIMIT_CPU``; the parent kills both process
+  groups at the stage's wall-clock limit; work directories record their owner and are swept by the
+  next evaluator when that process died (:func:`.launcher.sweep_stale_workdirs`).
 
-The parent requires one valid verdict covering every checked call; the candidate process's
-``result.json`` is untrusted: it only contributes validated timings and messages, and its
-``harness_error`` / ``backend_unavailable`` flags become an ordinary failure of the candidate
-("the candidate's process reported an internal error"). Only the verifier can report a harness
-error or a missing backend.
+**Correctness.** The candidate process draws the seeded inputs, calls ``custom_kernel`` and writes
+each output tensor's raw bytes plus a small JSON description into ``WORKDIR/out/``, then announces
+it on the channel; the judge draws the same inputs, computes the reference, reads the bytes back,
+applies :func:`discoverygym.rewards.kernels.tolerance.compare` and answers ``next`` or ``stop``.
 
-**The candidate process's audit hook** (``sys.addaudithook``, installed after torch and the
-harness are imported and before the candidate is): it refuses opening other processes' ``/proc``
-entries, writing or changing files outside the workdir's ``out``, ``tmp``, ``triton_cache``,
-``.triton`` and ``.cache`` directories (so ``result.json``, which the harness opened before the
-hook, ``job.json`` and ``candidate.py`` cannot be rewritten), links, sockets, and ctypes / process
-creation / signals unless called from Triton's or Inductor's own code (their compilers). Its main
-function catches ``BaseException`` (``SystemExit`` from the candidate is a failure record).
+**Timing** has to call the kernel in the candidate's process (CUDA events around the call), but the
+judge drives it and keeps its own clock (:func:`.verifier._time_case`): every timed call runs on
+fresh inputs from a seed the judge draws at that moment; the candidate reports its per-call time
+and random projections of the output; the judge recomputes the projections of random calls on the
+reference and rejects the run when its clock shows time the report does not explain. So a forged
+timing, or a kernel that caches, precomputes or defers outputs, fails; a kernel that is really fast
+passes. Each timed case is also checked in full before and after timing (fresh inputs).
 
-A wrong output can thus only pass if the *bytes* the candidate writes are the right answer. The
-post-timing re-check on fresh inputs (drawn with a new seed, so a kernel that caches outputs
-across calls fails) goes through the verifier the same way.
+**Without bubblewrap** (not installed, no user namespaces, ``DISCOVERYGYM_SANDBOX_NO_BWRAP=1``)
+:func:`.launcher.run_stage` raises :class:`~discoverygym.errors.BackendUnavailable` unless the caller
+passes ``allow_unconfined=True`` (env option of the kernel tasks): then the candidate is a plain
+process of the evaluating user behind the static checks and the audit hook, which are not a
+security boundary.
 
-**Isolation.** Each process runs in a new session with a wall-clock limit after which its whole
-process group is killed; GPU memory is released when it exits. The candidate's working directory,
-``HOME``, ``TMPDIR`` and ``TRITON_CACHE_DIR`` point into a private temporary directory shared by
-the two stages of one candidate (kernels compiled in the correctness stage are cached for the
-timing stage) and removed afterwards. This is *not* the project sandbox
-(:func:`discoverygym.sandbox.python.run_program`): CUDA needs a huge virtual address space
-(``RLIMIT_AS`` makes ``cuInit`` fail), Triton and ``torch.utils.cpp_extension`` execute compilers
-(``ptxas``, ``nvcc``, ``hipcc``) which the sandbox's seccomp filter and audit hook refuse, and the
-GPU device nodes must stay reachable.
-
-**Timing** has to happen in the candidate's process (CUDA events around the call). There the
-runner compares key torch and timer functions by identity before and after the candidate runs,
-requires the default stream to be current, and :mod:`discoverygym.rewards.kernels.timing` calls the CUDA event methods
-through references taken when it was imported, before the candidate existed.
-
-**Residual risks** (documented, not closed): the candidate process runs with the evaluator's user
-id and no kernel sandbox. An audit hook is not a security boundary: a program that gets past
-:mod:`discoverygym.rewards.kernels.static_checks` *and* reaches native code (a C compiler through Triton's build helpers, a
-Triton/CUDA kernel writing host memory, ctypes reached from a trusted library frame) can do
-anything that user can: rewrite the package files the verifier imports later, signal or (as root,
-which ``PR_SET_DUMPABLE`` does not stop) ptrace the verifier, leave a daemon behind outside its
-process group. Correctness forgeries through the verdict pipe are detected (one message, nonce)
-unless the program also reads the verifier's memory. **Timing numbers necessarily come from the
-candidate's process** (the kernel is timed there), exactly as in the GPU MODE harness: a program
-that gets past the static checks and the audit hook and patches the timing code or the record the
-harness writes (or the CUDA driver) can report any runtime. Outputs of the timed
-calls themselves are not checked, only the calls before and after timing; a kernel that recognises
-the very same input object and returns a stored result during timing is not caught. Do not run
-hostile programs on a machine holding secrets.
-
-**Stages.** ``check``: every correctness case once (this is where Triton compiles), then one case
-again on fresh inputs. ``time``: every timed case is checked once, timed with
-:func:`discoverygym.rewards.kernels.timing.time_kernel`, then re-checked on fresh inputs. Keeping the stages in separate
-processes follows SimpleTES (first-call compilation never lands in a timing process).
+**Residual risks** (documented, not closed): the candidate shares the GPU with the judge (a kernel
+can read or write device memory of other contexts only through driver bugs); the timing rule
+tolerates an under-report of about ρ·t + δ per call (defaults 10 % and 300 μs, see
+:mod:`.verifier`), which must be calibrated on each GPU (``benchmarks/gpu_kernels_check.sh``);
+the candidate can read what the read-only view shows (system files, the interpreter and packages).
 
 :func:`.launcher.run_stage` returns ``{"ok": bool, "error": str | None, "cases": [...], "gpu_name",
-"platform", "torch", "device"}`` (plus ``harness_error`` / ``backend_unavailable`` /
+"platform", "torch", "device", "sandbox"}`` (plus ``harness_error`` / ``backend_unavailable`` /
 ``timed_out`` when relevant).
 """
