@@ -165,7 +165,8 @@ def test_timing_stage_catches_outputs_cached_across_calls(tmp_path):
         signature="def custom_kernel(data, memo={}):",
     )
     result = run_stage(source, _time_job(), str(tmp_path), timeout_s=60)
-    assert not result["ok"] and "fresh inputs after timing" in result["error"], result["error"]
+    # every timed call gets fresh inputs: the judge's sketches catch it before the re-check does
+    assert not result["ok"] and "not the reference's" in result["error"], result["error"]
 
 
 def test_triton_example_compiles_for_hopper_within_shared_memory(tmp_path, monkeypatch):
