@@ -257,10 +257,8 @@ def test_entry_cap_is_checked_before_any_scan_or_conversion(monkeypatch):
 def test_verification_budget_fails_clearly():
     from discoverygym.rewards import common
 
-    with common.verification_budget(0.0):
-        with pytest.raises(InvalidSolution, match="time budget of 0 s"):
-            common.as_float_array([[0.0, 1.0]] * 10, "x", 2)
+    with common.verification_budget(0.0), pytest.raises(InvalidSolution, match="time budget of 0 s"):
+        common.as_float_array([[0.0, 1.0]] * 10, "x", 2)
     assert common.as_float_array([[0.0, 1.0]] * 10, "x", 2).shape == (10, 2)  # budget gone
-    with pytest.raises(ValueError, match="budget"):
-        with common.verification_budget(float("nan")):
-            pass
+    with pytest.raises(ValueError, match="budget"), common.verification_budget(float("nan")):
+        pass
