@@ -103,7 +103,7 @@ def run_kind(run_dir: str | os.PathLike) -> str | None:
     if path.is_file():
         try:
             cfg = json.loads(path.read_text())
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return "other"
         if not isinstance(cfg, dict):
             return "other"

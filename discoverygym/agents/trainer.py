@@ -363,7 +363,7 @@ class Trainer:
     ) -> None:
         self.config = config
         self.run_dir = Path(run_dir) if run_dir is not None else None
-        if self.run_dir is not None and not resume and (self.run_dir / "checkpoints" / "latest.json").exists():
+        if self.run_dir is not None and not resume and has_checkpoint(self.run_dir):
             raise FileExistsError(f"{self.run_dir} already holds a run; pass resume=True (--resume)")
         self.callback = callback
         self.objective = objective or make_objective(config.objective, **config.objective_kwargs)
@@ -624,20 +624,25 @@ class Trainer:
 
     def _load_checkpoint(self) -> None:
         assert self.run_dir is not None
-        latest = self.run_dir / "checkpoints" / "latest.json"
-        if not latest.exists():
+        found = latest_checkpoint(self.run_dir / "checkpoints")
+        if found is None:
             raise FileNotFoundError(f"no checkpoint in {self.run_dir} to resume from")
-        where = self.run_dir / "checkpoints" / json.loads(latest.read_text())["dir"]
+        where = found
         self.learner.load_checkpoint(where / "learner")
         if self.sampler is not self.learner:
             self.sampler.load_adapter(where / "learner" / "adapter", name=f"resume-{where.name}")
         self.reuse.load(where)
-        state = json.loads((where / "trainer.json").read_text())
-        self.step_index = state["step"]
-        self.rng.bit_generator.state = state["rng"]
-        self.best = State.from_dict(state["best"])
-        self.initial = State.from_dict(state["initial"])
-        self.history = state["history"]
+        state_path = where / "trainer.json"
+        state = _read_json(state_path)
+        try:
+            self.step_index = int(state["step"])
+            self.rng.bit_generator.state = state["rng"]
+            self.best = State.from_dict(state["best"])
+            self.initial = State.from_dict(state["initial"])
+            self.history = list(state["history"])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"{state_path} is not a trainer checkpoint ({type(exc).__name__}: {exc}); "
+                             "the run cannot be resumed from it") from None
         # drop what a killed run logged after its checkpoint (the resumed run logs those steps again)
         (self.run_dir / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in self.history))
         truncate_jsonl(self.run_dir / "samples.jsonl", self.step_index)
@@ -656,6 +661,67 @@ def make_train_env(config: TrainConfig) -> gym.Env:
         raise ValueError(f"unknown env {config.env_id!r}; run `discoverygym list` ({exc})") from None
 
 
+def _read_json(path: Path) -> Any:
+    """``path`` parsed as JSON; ``ValueError`` naming the file when unreadable, not UTF-8 or too deep."""
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise ValueError(f"{path} is not valid JSON ({type(exc).__name__}: {exc})") from None
+
+
+def _step_dirs(root: Path) -> list[tuple[int, Path]]:
+    """Published ``step_NNNNNN`` directories under ``root`` holding ``trainer.json``, by step."""
+    found = []
+    for path in root.glob("step_*"):
+        digits = path.name[len("step_"):]
+        if digits.isdigit() and path.is_dir() and (path / "trainer.json").is_file():
+            found.append((int(digits), path))
+    return sorted(found)
+
+
+def latest_checkpoint(root: Path) -> Path | None:
+    """The checkpoint directory a resume continues from, or ``None`` when there is none.
+
+    ``root/latest.json`` names it. Where that file is missing or unusable (the disk filled after
+    :func:`publish_checkpoint` moved the step directory into place, before ``latest.json`` was
+    written), the published ``step_*`` directory of the highest step is used: a step directory
+    is only ever moved into place complete.
+
+    Args:
+        root: the run's ``checkpoints`` directory.
+
+    Raises:
+        ValueError: ``latest.json`` exists but is unusable (not UTF-8, not JSON, wrong shape, or
+            naming a missing directory) and no complete step directory exists; the message names
+            the file.
+    """
+    latest = root / "latest.json"
+    problem = None
+    if latest.exists():
+        try:
+            data = _read_json(latest)
+            name = data["dir"] if isinstance(data, dict) else None
+            if not isinstance(name, str) or "/" in name or not (root / name / "trainer.json").is_file():
+                raise ValueError(f"{latest} does not name a checkpoint directory of {root} (got {data!r:.200})")
+            return root / name
+        except ValueError as exc:
+            problem = str(exc)
+    steps = _step_dirs(root)
+    if steps:
+        return steps[-1][1]
+    if problem is not None:
+        raise ValueError(f"{problem}; no complete step directory to resume from either")
+    return None
+
+
+def has_checkpoint(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds a train checkpoint (``latest.json`` or a published step directory)."""
+    root = Path(run_dir) / "checkpoints"
+    return (root / "latest.json").exists() or bool(_step_dirs(root))
+
+
 def truncate_jsonl(path: Path, step: int) -> None:
     """Drop records of ``path`` (JSON lines with a ``step`` field) after ``step``, and a torn last line.
 
@@ -670,7 +736,7 @@ def truncate_jsonl(path: Path, step: int) -> None:
         for line in fh:
             try:
                 keep = line.endswith("\n") and int(json.loads(line)["step"]) <= step
-            except (ValueError, TypeError, KeyError):
+            except (ValueError, TypeError, KeyError, IndexError, RecursionError):
                 keep = False
             if keep:
                 kept.append(line)

@@ -28,7 +28,7 @@ from rich.table import Table
 from discoverygym.cli import post_train as irft_cli
 from discoverygym.cli import search as search_cli
 from discoverygym.cli import train as agents_cli
-from discoverygym.cli.common import UsageError, load_construction
+from discoverygym.cli.common import UsageError, load_construction, seed_value
 from discoverygym.envs.registry import ENVS, PROGRAM_TASKS, make_task, option_names
 from discoverygym.errors import BackendUnavailable
 from discoverygym.sandbox.python import SandboxLimits
@@ -238,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_eval.add_argument("--json", action="store_true", help="print one JSON object (valid, score, reward, error...)")
     p_eval.add_argument("--timeout", type=float, default=None,
                         help="wall-clock limit of a Python program for construction problems, seconds (default 60)")
-    p_eval.add_argument("--seed", type=int, default=0, help="seed passed to the program / of generated cases (default 0)")
+    p_eval.add_argument("--seed", type=seed_value, default=0, help="seed passed to the program / of generated cases (default 0)")
     group = p_eval.add_argument_group("program problems (kernels, AtCoder, denoising)")
     group.add_argument("--cases", metavar="DIR", help="AtCoder: judge on the input files in DIR instead of generated cases")
     group.add_argument("--n-cases", type=int, metavar="N", help="AtCoder: number of generated cases (default 150)")

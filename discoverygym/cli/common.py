@@ -6,13 +6,15 @@ The kind of a run directory is read by one function, :func:`discoverygym.io.run_
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import Any
 
 from discoverygym.io import run_kind
 
-__all__ = ["UsageError", "check_policy_fits", "load_construction", "one_line", "run_kind"]
+__all__ = ["UsageError", "check_policy_fits", "json_value", "load_construction", "one_line", "run_kind",
+           "seed_value"]
 
 
 class UsageError(Exception):
@@ -26,6 +28,36 @@ def one_line(exc: BaseException) -> str:
     else:
         text = str(exc)
     return " ".join(text.split())
+
+
+def seed_value(text: str) -> int:
+    """argparse type of ``--seed``: an integer >= 0 (numpy and Gymnasium refuse negative seeds).
+
+    Raises:
+        argparse.ArgumentTypeError: not an integer, or negative (argparse exits with code 2).
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a seed must be an integer >= 0, got {value}")
+    return value
+
+
+def json_value(text: str) -> Any:
+    """argparse type of the JSON options (``--policy-kwargs``, ``--task-options``...): parsed JSON.
+
+    Raises:
+        argparse.ArgumentTypeError: invalid JSON, or nested too deeply to parse (argparse exits
+            with code 2 instead of a ``RecursionError`` traceback).
+    """
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"invalid JSON ({exc})") from None
+    except RecursionError:
+        raise argparse.ArgumentTypeError("invalid JSON (nested too deeply)") from None
 
 
 def load_construction(path: Path) -> Any:

@@ -23,6 +23,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from discoverygym.cli.common import seed_value
+
 __all__ = ["add_parser", "main", "run"]
 
 
@@ -55,6 +57,8 @@ def _json_object(text: str) -> dict:
         value = json.loads(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"invalid JSON ({exc}): {text!r}") from None
+    except RecursionError:
+        raise argparse.ArgumentTypeError("invalid JSON (nested too deeply)") from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"expected a JSON object such as '{{\"n_cases\": 5}}', got {text!r}")
     return value
@@ -97,7 +101,7 @@ _PARAMS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("--eval-trajectories",), "eval_trajectories", int, "held-out search C (default 4)"),
     (("--eval-steps",), "eval_steps", int, "held-out search L (default 8)"),
     (("--eval-candidates",), "eval_candidates", int, "held-out search K (default 4)"),
-    (("--seed",), "seed", int, "run seed (default 0)"),
+    (("--seed",), "seed", seed_value, "run seed (default 0)"),
     (
         ("--task-options", "--env-kwargs"),
         "env_kwargs",

@@ -13,7 +13,6 @@ interrupted (Ctrl-C; resumable with ``--resume``).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -25,7 +24,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from discoverygym.cli.common import check_policy_fits, one_line, run_kind
+from discoverygym.cli.common import check_policy_fits, json_value, one_line, run_kind, seed_value
 from discoverygym.errors import BackendUnavailable
 from discoverygym.io import file_in_the_way
 from discoverygym.policy import POLICIES
@@ -52,7 +51,7 @@ _PARAMS: list[tuple[tuple[str, ...], str, Any, Any, str]] = [
     (("-C", "--trajectories"), "C", int, 4, "C: independent trajectories (default 4)"),
     (("-L", "--steps"), "L", int, 20, "L: committed steps per trajectory (default 20)"),
     (("-K", "--candidates"), "K", int, 4, "K: candidates per step, best one committed (default 4)"),
-    (("--seed",), "seed", int, 0, "run seed (default 0)"),
+    (("--seed",), "seed", seed_value, 0, "run seed (default 0)"),
     (
         ("--inspirations",),
         "inspirations",
@@ -71,21 +70,21 @@ _PARAMS: list[tuple[tuple[str, ...], str, Any, Any, str]] = [
     (
         ("--policy-kwargs",),
         "policy_kwargs",
-        json.loads,
+        json_value,
         {},
         "policy arguments as JSON, e.g. '{{\"sigma\": 0.05}}'",
     ),
     (
         ("--selector-kwargs",),
         "selector_kwargs",
-        json.loads,
+        json_value,
         {},
         "selector arguments as JSON, e.g. '{{\"gamma\": 0.9}}'",
     ),
     (
         ("--task-options",),
         "env_kwargs",
-        json.loads,
+        json_value,
         {},
         (
             "options of a program env (AtCoder, denoising, kernels; needs --action-mode code) as JSON, "

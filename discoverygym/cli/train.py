@@ -24,7 +24,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from discoverygym.cli.common import check_policy_fits, one_line, run_kind
+from discoverygym.cli.common import check_policy_fits, json_value, one_line, run_kind, seed_value
 from discoverygym.errors import BackendUnavailable
 from discoverygym.io import file_in_the_way
 
@@ -81,13 +81,13 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=int, default=None, help="training steps (default 50)")
     p.add_argument("--groups", type=int, default=None, help="groups (start states) per step (default 8)")
     p.add_argument("--group-size", type=int, default=None, help="rollouts per group (default 64)")
-    p.add_argument("--seed", type=int, default=None, help="seed (default 0)")
+    p.add_argument("--seed", type=seed_value, default=None, help="seed (default 0)")
     p.add_argument("--lr", type=float, default=None, help="Adam learning rate (default 0.05)")
     p.add_argument("--kl-coef", type=float, default=None, help="λ of the KL shaping (default 0.1)")
     p.add_argument("--sigma", type=float, default=None, help="initial relative step size of the policy (0.02)")
     p.add_argument("--polish", default=None,
                    help="policy polish: none (default), auto (the problem's registered local optimiser) or a name")
-    p.add_argument("--polish-kwargs", type=json.loads, default=None, help="polisher arguments as JSON")
+    p.add_argument("--polish-kwargs", type=json_value, default=None, help="polisher arguments as JSON")
     p.add_argument("--budget-s", type=float, default=None, help="wall-clock budget per run (seconds)")
     p.add_argument("--image-every", type=int, default=None, help="steps between TensorBoard images (default 5)")
 
@@ -106,7 +106,7 @@ def _llm_args(p: argparse.ArgumentParser) -> None:
                    help="local model that trains the LoRA adapter for openai:/vllm: samplers (path or hub id)")
     g.add_argument("--eval-workers", type=int, default=None,
                    help="programs judged at once (default: all CPUs for math envs, 1 for program envs)")
-    g.add_argument("--task-options", type=json.loads, default=None,
+    g.add_argument("--task-options", type=json_value, default=None,
                    help="options of a program env as JSON, e.g. '{\"n_cases\": 5}'")
 
 
@@ -160,7 +160,7 @@ def _check_new_run_dir(run_dir: Path) -> None:
         raise _Usage(f"{run_dir} exists and is not a directory")
     if blocker is not None:
         raise _Usage(f"{blocker} exists and is not a directory (it cannot hold --run-dir {run_dir})")
-    if (run_dir / "checkpoints" / "latest.json").exists():
+    if (run_dir / "checkpoints" / "latest.json").exists() or any((run_dir / "checkpoints").glob("step_*")):
         raise _Usage(f"{run_dir} already holds a run: pass --resume or choose another --run-dir")
     kind = run_kind(run_dir)
     if kind in ("search", "post-train"):
@@ -185,6 +185,8 @@ def _stored_train_config(run_dir: Path, env_id: str) -> dict:
         stored = json.loads(cfg_path.read_text())
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise _Usage(f"cannot read {cfg_path}: {exc}") from None
+    except RecursionError:
+        raise _Usage(f"cannot read {cfg_path}: nested too deeply to be a configuration") from None
     if not isinstance(stored, dict):
         raise _Usage(f"{cfg_path} is not a train configuration (not a JSON object)")
     kind = run_kind(run_dir)

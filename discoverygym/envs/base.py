@@ -16,7 +16,9 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import time
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -28,6 +30,7 @@ from discoverygym.envs.core import CandidateEnv
 from discoverygym.envs.problem import Problem
 from discoverygym.envs.spaces import UnicodeText
 from discoverygym.errors import InvalidSolution
+from discoverygym.rewards import common
 from discoverygym.sandbox.python import SandboxLimits, run_program
 from discoverygym.types import State, to_jsonable
 
@@ -47,8 +50,12 @@ class DiscoveryEnv(CandidateEnv[dict, Any]):
         horizon: steps per episode (1 = one proposal per episode, as in the papers). With
             horizon > 1 each valid child becomes the parent of the next step (refinement chain).
         render_mode: ``None``, ``"ansi"`` (text summary) or ``"rgb_array"`` (picture).
-        sandbox: limits for ``action_mode="code"`` (default: 60 s wall clock, 4 GiB).
-        program_budget_s: the ``budget_s`` passed to programs (default: 80% of the timeout).
+        sandbox: limits for ``action_mode="code"`` (default: 60 s wall clock, 4 GiB). Its
+            ``result_values`` is lowered to what a construction of at most
+            :data:`~discoverygym.rewards.common.MAX_ENTRIES` entries can hold (one list per row
+            included), so an oversized return value is refused on its raw bytes, before parsing.
+        program_budget_s: the ``budget_s`` passed to programs in seconds (default: 80% of the
+            timeout); a finite number > 0.
 
     Observation (``spaces.Dict``):
         ``prompt``: str, the problem statement + program contract + parent's score (and code);
@@ -67,10 +74,14 @@ class DiscoveryEnv(CandidateEnv[dict, Any]):
 
     Raises (constructor):
         TypeError: a problem name instead of a :class:`Problem`.
-        ValueError: unknown action mode, horizon < 1.
+        ValueError: unknown action mode, horizon not an integer >= 1, ``program_budget_s`` not a
+            finite number > 0.
     """
 
     thread_safe_evaluate = True  # a pure verifier, and programs run in their own sandbox process
+    #: wall-clock budget in seconds of the parent-side checks of one construction (the verifier's
+    #: Python-level scans of untrusted input); spent, the candidate fails with a clear message.
+    verify_budget_s: float = 60.0
 
     def __init__(
         self,
@@ -91,7 +102,16 @@ class DiscoveryEnv(CandidateEnv[dict, Any]):
         self._init_common(problem, horizon, render_mode)
         self.action_mode = action_mode
         self.action_kind = action_mode
-        self.sandbox = sandbox or SandboxLimits(timeout_s=60.0, memory_mb=4096)
+        if program_budget_s is not None and (
+                isinstance(program_budget_s, bool) or not isinstance(program_budget_s, (int, float))
+                or not math.isfinite(program_budget_s) or program_budget_s <= 0):
+            raise ValueError(f"program_budget_s must be a finite number of seconds > 0 (or None for 80% of "
+                             f"the sandbox timeout), got {program_budget_s!r}")
+        sandbox = sandbox or SandboxLimits(timeout_s=60.0, memory_mb=4096)
+        values = 2 * common.MAX_ENTRIES + 1  # entries plus one list per row, plus the outer list
+        if sandbox.result_values is None or sandbox.result_values > values:
+            sandbox = dataclasses.replace(sandbox, result_values=values)
+        self.sandbox = sandbox
         self.program_budget_s = program_budget_s or 0.8 * self.sandbox.timeout_s
         self._construction_space = self._make_construction_space()
         self.observation_space = spaces.Dict(
@@ -153,7 +173,8 @@ class DiscoveryEnv(CandidateEnv[dict, Any]):
         start = time.perf_counter()
         metadata = dict(state_fields.pop("metadata", {}) or {})
         try:
-            result = self.problem.verifier(construction)
+            with common.verification_budget(self.verify_budget_s):
+                result = self.problem.verifier(construction)
         except InvalidSolution as exc:
             metadata["elapsed_s"] = time.perf_counter() - start
             return State(

@@ -110,10 +110,12 @@ class CandidateEnv(gym.Env[ObsType, ActType], ABC):
         """Check and store the arguments every env takes.
 
         Raises:
-            ValueError: horizon < 1, or a render mode not in ``metadata["render_modes"]``.
+            ValueError: horizon not an integer >= 1 (NaN, 2.5, a bool included), or a render mode
+                not in ``metadata["render_modes"]``.
         """
-        if horizon < 1:
-            raise ValueError(f"horizon must be >= 1, got {horizon}")
+        if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 1:
+            raise ValueError(f"horizon must be an integer >= 1 (steps per episode), got {horizon!r}")
+        horizon = int(horizon)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.problem = problem

@@ -6,6 +6,10 @@ rule broken and the first offending entry, e.g. ``"h[17] = nan is not finite"``.
 
 from __future__ import annotations
 
+import contextlib
+import time
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +19,66 @@ from discoverygym.errors import InvalidSolution
 
 #: Largest number of scalar entries a verifier accepts (guards against memory blow-ups).
 MAX_ENTRIES = 10_000_000
+
+#: (deadline on ``time.monotonic()``, budget in seconds) of the verification running in this context.
+_BUDGET: ContextVar[tuple[float, float] | None] = ContextVar("discoverygym_verification_budget", default=None)
+
+
+@contextlib.contextmanager
+def verification_budget(seconds: float | None) -> Iterator[None]:
+    """Give the input checks run inside this block a wall-clock budget of ``seconds``.
+
+    The Python-level scans of untrusted input (:func:`as_float_array`) call
+    :func:`check_budget`, which raises :class:`InvalidSolution` once the budget is spent, so a
+    candidate built to be slow to check fails with a clear message instead of holding the caller.
+    Vectorised numpy work between two checks is not interrupted (it is bounded by
+    :data:`MAX_ENTRIES`). Context-local: concurrent threads keep their own budgets.
+
+    Args:
+        seconds: the budget (>= 0, finite), or ``None`` for none.
+
+    Raises:
+        ValueError: ``seconds`` negative or not finite.
+    """
+    if seconds is None:
+        yield
+        return
+    seconds = float(seconds)
+    if not (seconds >= 0 and seconds != float("inf")):
+        raise ValueError(f"a verification budget must be a finite number of seconds >= 0, got {seconds!r}")
+    token = _BUDGET.set((time.monotonic() + seconds, seconds))
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
+
+
+def check_budget(what: str) -> None:
+    """Raise :class:`InvalidSolution` when the :func:`verification_budget` in force is spent.
+
+    Args:
+        what: the stage, named in the message (e.g. ``"checking circles"``).
+    """
+    budget = _BUDGET.get()
+    if budget is not None and time.monotonic() >= budget[0]:
+        raise InvalidSolution(f"verification exceeded its time budget of {budget[1]:g} s ({what}); "
+                              "the candidate is too costly to check")
+
+
+def _entries_at_least(value: Any) -> int:
+    """A lower bound on the scalar entries of a (nested) list, read along its first elements.
+
+    Exact for rectangular data; O(depth), so it is checked before anything walks the value.
+    """
+    count, item, depth = 1, value, 0
+    while isinstance(item, (list, tuple)) and depth < 64:
+        count *= len(item)
+        if not item:
+            return count
+        item, depth = item[0], depth + 1
+    if isinstance(item, np.ndarray):
+        count *= item.size
+    return count
 
 
 def _index(flat_pos: int, shape: tuple[int, ...]) -> str:
@@ -55,6 +119,8 @@ def _reject_bools_and_objects(value: Any, name: str) -> None:
         return
     if nested and len(nested) == len(types):
         for i, row in enumerate(value):
+            if not i & 1023:
+                check_budget(f"checking the entries of {name}")
             _reject_bools_and_objects(row, f"{name}[{i}]")
         return
     for i, item in enumerate(value):
@@ -83,8 +149,13 @@ def as_float_array(value: Any, name: str, ndim: int, row_len: int | None = None)
     Returns:
         ``np.ndarray`` of dtype float64, C-contiguous, a copy owned by the caller.
 
+    The work is bounded before the value is walked: the number of entries (read along the first
+    elements, exact for rectangular data) is checked against :data:`MAX_ENTRIES` before any scan
+    or conversion, and the scans honour the :func:`verification_budget` in force.
+
     Raises:
-        InvalidSolution: wrong type, ragged or wrong shape, empty, too many entries, non-finite.
+        InvalidSolution: wrong type, ragged or wrong shape, empty, too many entries, non-finite,
+            or the verification budget spent.
     """
     if isinstance(value, np.ndarray):
         value = value.view(np.ndarray)
@@ -92,11 +163,18 @@ def as_float_array(value: Any, name: str, ndim: int, row_len: int | None = None)
         raise InvalidSolution(
             f"{name} must be a list or array of numbers, got {type(value).__name__}"
         )
+    check_budget(f"checking {name}")
+    entries = value.size if isinstance(value, np.ndarray) else _entries_at_least(value)
+    if entries > MAX_ENTRIES or len(value) > MAX_ENTRIES:
+        raise InvalidSolution(f"{name} has at least {max(entries, len(value))} entries, more than the "
+                              f"limit {MAX_ENTRIES} (refused before conversion)")
     _reject_bools_and_objects(value, name)
+    check_budget(f"converting {name}")
     try:
         arr = np.array(value, dtype=np.float64)
     except (ValueError, TypeError, OverflowError) as exc:
         raise InvalidSolution(f"{name} is not a rectangular array of real numbers ({exc})") from None
+    check_budget(f"checking {name}")
     if arr.ndim != ndim:
         raise InvalidSolution(f"{name} must have {ndim} dimension(s), got shape {arr.shape}")
     if arr.size == 0:

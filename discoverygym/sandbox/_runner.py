@@ -471,6 +471,11 @@ _PROC_MEMORY_ENTRIES = frozenset({
     "mem", "maps", "smaps", "smaps_rollup", "numa_maps", "map_files", "pagemap", "auxv",
     "syscall", "stack", "kcore", "kallsyms",
 })
+#: Entries of ``/proc/<pid>`` (and ``/proc/<pid>/task/<tid>``) that are "magic" links into another
+#: file-system view or to open descriptors: a path through them is refused, never resolved.
+_PROC_ROUTES = frozenset({"root", "cwd", "fd"})
+#: Most symbolic links followed while resolving one path (the kernel's limit).
+_MAX_LINKS = 40
 _HARMLESS_CTYPES = frozenset({
     "ctypes.addressof", "ctypes.cdata/buffer", "ctypes.create_string_buffer",
     "ctypes.create_unicode_buffer", "ctypes.get_errno", "ctypes.set_errno",
@@ -485,8 +490,13 @@ def _make_audit_hook(root: str, network: bool, subprocess_ok: bool, seccomp_acti
     process creation, exec and signals to other processes (unless ``subprocess_ok``); loading
     libraries, symbol lookups and raw memory access through ctypes; writes (except to /dev/null),
     deletes, renames, mode/owner/time changes and directory creation outside ``root`` (paths are
-    resolved textually against the working directory or the ``dir_fd``; links cannot be created,
-    so none leads out of ``root``); ``chdir`` out of ``root``; directory handles outside ``root``
+    made absolute against the working directory or the ``dir_fd``, then checked both as written,
+    normalised, and as their real path, symbolic links followed component by component as the
+    kernel does; links cannot be created); reads of ``hidden`` paths under any name (real path,
+    and the hidden files' device and inode, so a link or bind mount does not help); any path
+    through ``/proc/<pid|self|thread-self>[/task/<tid>]/{root,cwd,fd}`` (``/dev/fd``,
+    ``/dev/stdin`` included), which lead into other file-system views or to open descriptors;
+    ``chdir`` out of ``root``; directory handles outside ``root``
     and ``..`` in relative ``os.open`` paths (the hook cannot see ``os.open``'s ``dir_fd``);
     other processes' ``/proc`` entries and its own memory maps; tracing, ``gc`` object walks,
     sub-interpreters, syslog (unless ``network``), resource-limit changes, and changing the hook's
@@ -519,12 +529,13 @@ def _make_audit_hook(root: str, network: bool, subprocess_ok: bool, seccomp_acti
         files_confined: a kernel layer (bubblewrap's read-only root or Landlock) already stops
             file-system changes outside ``root``; without it the modules in
             :data:`_UNCONFINED_MODULES` are refused too.
+        hidden: absolute paths (files or directories) the program must not open for reading.
 
     Returns:
         the hook function ``hook(event, args)``.
     """
-    from posix import getcwd, readlink, stat
-    from stat import S_ISDIR
+    from posix import getcwd, lstat, readlink, stat
+    from stat import S_ISDIR, S_ISLNK
 
     self_pid = os.getpid()
     blocked_modules = _UNAUDITED_MODULES | (frozenset() if files_confined else _UNCONFINED_MODULES)
@@ -550,8 +561,8 @@ def _make_audit_hook(root: str, network: bool, subprocess_ok: bool, seccomp_acti
         except (OSError, TypeError, ValueError, OverflowError):
             return ""
 
-    def resolve(path, dir_fd=None, _type=type, _str=str, _bytes=bytes, _int=int, _bool=bool,
-                _getcwd=getcwd, _fd_path=fd_path, _normalize=normalize, _deny=deny):
+    def absolute(path, dir_fd=None, _type=type, _str=str, _bytes=bytes, _int=int, _bool=bool,
+                 _getcwd=getcwd, _fd_path=fd_path, _deny=deny):
         kind = _type(path)
         if kind is _int or kind is _bool:
             return _fd_path(path)
@@ -562,17 +573,70 @@ def _make_audit_hook(root: str, network: bool, subprocess_ok: bool, seccomp_acti
         if not _str.startswith(path, "/"):
             base = _getcwd() if dir_fd is None or dir_fd == -1 else _fd_path(dir_fd)
             path = base + "/" + path
-        return _normalize(path)
+        return path
+
+    def proc_route(parts, _len=len, _isdigit=str.isdigit, _routes=_PROC_ROUTES):
+        # parts: components resolved so far; True when they end in /proc/<pid>[/task/<tid>]/{root,cwd,fd}
+        n = _len(parts)
+        if n < 3 or parts[0] != "proc" or not _isdigit(parts[1]):
+            return False
+        return (n == 3 and parts[2] in _routes) or (
+            n == 5 and parts[2] == "task" and _isdigit(parts[3]) and parts[4] in _routes)
+
+    def real(path, _lstat=lstat, _readlink=readlink, _islink=S_ISLNK, _split=str.split,
+             _join="/".join, _startswith=str.startswith, _reversed=reversed, _list=list,
+             _proc_route=proc_route, _deny=deny, _max_links=_MAX_LINKS):
+        # The real path of an absolute path, as the kernel resolves it: symbolic links followed
+        # component by component (".." after a link climbs from the link's target), the part
+        # from the first missing component on kept textually. Paths through /proc/*/root, cwd or
+        # fd are refused: those links lead into other file-system views or to open descriptors.
+        todo = _list(_reversed(_split(path, "/")))
+        done = []
+        links, missing = 0, False
+        while todo:
+            part = todo.pop()
+            if not part or part == ".":
+                continue
+            if part == "..":
+                if done:
+                    done.pop()
+                continue
+            done.append(part)
+            if _proc_route(done):
+                _deny(f"paths through /proc/<pid>/root, cwd or fd are not allowed ({path})")
+            if missing:
+                continue
+            current = "/" + _join(done)
+            try:
+                is_link = _islink(_lstat(current).st_mode)
+            except (OSError, ValueError):
+                missing = True
+                continue
+            if is_link:
+                links += 1
+                if links > _max_links:
+                    _deny(f"too many symbolic links in {path}")
+                try:
+                    target = _readlink(current)
+                except (OSError, ValueError):
+                    missing = True
+                    continue
+                done.pop()
+                if _startswith(target, "/"):
+                    done.clear()
+                todo.extend(_reversed(_split(target, "/")))
+        return "/" + _join(done)
 
     def inside(path, strict=True, _root=root, _prefix=root + "/", _startswith=str.startswith):
         return _startswith(path, _prefix) or (not strict and path == _root)
 
-    def check_write(event, path, dir_fd=None, strict=True, _resolve=resolve, _inside=inside,
-                    _startswith=str.startswith, _deny=deny):
-        target = _resolve(path, dir_fd)
-        if target and not _startswith(target, "/"):
+    def check_write(event, path, dir_fd=None, strict=True, _absolute=absolute, _normalize=normalize,
+                    _real=real, _inside=inside, _startswith=str.startswith, _deny=deny):
+        raw = _absolute(path, dir_fd)
+        if raw and not _startswith(raw, "/"):
             return  # a descriptor of a pipe, socket or other non-file object
-        if not _inside(target, strict):
+        target = _normalize(raw) if raw else raw
+        if not _inside(target, strict) or not _inside(_real(raw), strict):
             _deny(f"{event} outside the sandbox directory is not allowed ({target or path})")
 
     def check_proc(path, _startswith=str.startswith, _split=str.split, _self=f"/proc/{self_pid}",
@@ -586,22 +650,45 @@ def _make_audit_hook(root: str, network: bool, subprocess_ok: bool, seccomp_acti
                 _deny(f"reading process memory and memory maps is disabled ({path})")
 
     hidden_real = tuple(os.path.realpath(h) for h in hidden)
+    hidden_ids = []
+    for secret in hidden_real:  # the files' identities: a hard link or bind mount has another name
+        try:
+            info = stat(secret)
+        except OSError:
+            continue
+        hidden_ids.append((info.st_dev, info.st_ino))
+    hidden_ids = frozenset(hidden_ids)
+
+    def check_hidden(target, _str=str, _hidden=hidden_real, _deny=deny):
+        for secret in _hidden:
+            if target == secret or _str.startswith(target, secret + "/"):
+                _deny(f"reading {secret} is not allowed (hidden from programs)")
 
     def check_open(args, _type=type, _str=str, _int=int, _stat=stat, _isdir=S_ISDIR,
-                   _o_write=_O_WRITE, _o_dir=_O_DIR, _resolve=resolve, _inside=inside,
-                   _check_write=check_write, _check_proc=check_proc, _deny=deny,
-                   _hidden=hidden_real):
+                   _o_write=_O_WRITE, _o_dir=_O_DIR, _absolute=absolute, _normalize=normalize,
+                   _real=real, _inside=inside, _check_write=check_write, _check_proc=check_proc,
+                   _check_hidden=check_hidden, _deny=deny, _hidden_ids=hidden_ids):
         path, mode, flags = args[0], args[1], args[2]
         flags = flags if _type(flags) is _int else _o_write
         from_os_open = mode is None
         relative = from_os_open and _type(path) is _str and not _str.startswith(path, "/")
         if relative and ".." in _str.split(path, "/"):
             _deny(f"os.open with '..' in a relative path is not allowed ({path})")
-        target = _resolve(path)
+        raw = _absolute(path)
+        target = _normalize(raw) if _str.startswith(raw, "/") else raw
         _check_proc(target)
-        for secret in _hidden:
-            if target == secret or _str.startswith(target, secret + "/"):
-                _deny(f"reading {secret} is not allowed (hidden from programs)")
+        _check_hidden(target)
+        if _str.startswith(raw, "/"):  # the real path: aliases through links name the same file
+            real_target = _real(raw)
+            _check_proc(real_target)
+            _check_hidden(real_target)
+            if _hidden_ids:
+                try:
+                    info = _stat(real_target)
+                except (OSError, ValueError):
+                    info = None
+                if info is not None and (info.st_dev, info.st_ino) in _hidden_ids:
+                    _deny(f"reading {path} is not allowed (a hidden file under another name)")
         if flags & _o_write:
             if target != "/dev/null":
                 _check_write("writing", path, None, False)  # root itself: NamedTemporaryFile(opener=)
@@ -668,8 +755,8 @@ def _make_audit_hook(root: str, network: bool, subprocess_ok: bool, seccomp_acti
             elif event == "os.kill" and args[0] != _self:
                 _deny("sending signals to other processes is disabled")
 
-    own_functions = (deny, normalize, fd_path, resolve, inside, check_write, check_proc, check_open,
-                     audit.names_other_process)  # the shared one too: its __code__ must not change
+    own_functions = (deny, normalize, fd_path, absolute, proc_route, real, inside, check_write,
+                     check_proc, check_hidden, check_open, audit.names_other_process)  # the shared one too: its __code__ must not change
     hook.__defaults__ = hook.__defaults__[:-1] + (own_functions + (hook,),)
     return hook
 

@@ -88,7 +88,13 @@ class SandboxLimits:
             variables).
         output_bytes: how much of stdout and of stderr is kept (each; the head is kept and the
             truncation is marked).
-        result_bytes: largest JSON encoding of the returned value accepted, in bytes.
+        result_bytes: largest JSON encoding of the returned value accepted, in bytes (checked on
+            the result file's size before it is read).
+        result_values: largest number of JSON values (numbers, strings, ``None``, lists and
+            dicts, each counted once) accepted in the returned value, or ``None`` for no cap
+            beyond ``result_bytes``. Counted on the raw bytes (commas and opening brackets, an
+            upper bound) before anything is parsed, so a value of millions of tiny rows costs the
+            parent a byte scan, not a parse.
         network: allow sockets (also leaves the network namespace shared). Off by default.
         use_bwrap: ``True`` requires bubblewrap, ``False`` never uses it, ``None`` uses it when
             it is installed and works.
@@ -109,6 +115,7 @@ class SandboxLimits:
     cpus: int = 1
     output_bytes: int = 64_000
     result_bytes: int = 64_000_000
+    result_values: int | None = None
     network: bool = False
     use_bwrap: bool | None = None
     allow_subprocess: bool = False
@@ -120,6 +127,8 @@ class SandboxLimits:
             _require_int(name, getattr(self, name), low)
         if self.cpu_s is not None:
             _require_int("cpu_s", self.cpu_s, 1)
+        if self.result_values is not None:
+            _require_int("result_values", self.result_values, 1)
         if not isinstance(self.hidden_paths, tuple) or not all(
                 isinstance(p, str) and os.path.isabs(p) for p in self.hidden_paths):
             raise TypeError(f"hidden_paths must be a tuple of absolute paths, got {self.hidden_paths!r}")
@@ -648,7 +657,7 @@ def _abnormal_end(what: str, returncode: int | None, stderr: str) -> str:
 
 def _outcome(workdir: str, status: dict, limits: SandboxLimits, stderr: str) -> tuple[bool, Any, str | None]:
     """(ok, value, error) from the result record and the worker's exit status."""
-    record = _read_record(os.path.join(workdir, "result.json"), limits.result_bytes)
+    record = _read_record(os.path.join(workdir, "result.json"), limits.result_bytes, limits.result_values)
     if isinstance(record, str):
         return False, None, record
     exit_code, signum = _worker_exit(status)
@@ -663,8 +672,14 @@ def _outcome(workdir: str, status: dict, limits: SandboxLimits, stderr: str) -> 
     return False, None, record["error"]
 
 
-def _read_record(path: str, cap: int) -> dict | str | None:
-    """The worker's result record; None when absent, an error message when unusable."""
+def _read_record(path: str, cap: int, max_values: int | None = None) -> dict | str | None:
+    """The worker's result record; None when absent, an error message when unusable.
+
+    The parent's work is bounded before any parsing: first the file's size (``cap`` bytes plus
+    the record's own overhead), then, when ``max_values`` is given, the number of JSON values
+    counted on the raw bytes (commas plus opening brackets and braces: an upper bound, C speed),
+    and only then ``json.loads``.
+    """
     try:
         info = os.lstat(path)
     except OSError:
@@ -676,8 +691,17 @@ def _read_record(path: str, cap: int) -> dict | str | None:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         with os.fdopen(fd, "rb") as fh:
-            record = json.loads(fh.read(cap + _RECORD_OVERHEAD + 1))
-    except (OSError, ValueError, RecursionError) as exc:
+            raw = fh.read(cap + _RECORD_OVERHEAD + 1)
+    except OSError as exc:
+        return f"sandbox protocol error: result.json is unreadable ({type(exc).__name__})"
+    if max_values is not None:
+        values = raw.count(b",") + raw.count(b"[") + raw.count(b"{") - 2  # the record's own { and ,
+        if values > max_values:
+            return (f"result holds more than {max_values} values (numbers and lists), the limit here; "
+                    "refused before parsing")
+    try:
+        record = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
         return f"sandbox protocol error: result.json is not valid JSON ({type(exc).__name__})"
     valid = isinstance(record, dict) and isinstance(record.get("ok"), bool) and (
         "value" in record if record["ok"] else isinstance(record.get("error"), str))

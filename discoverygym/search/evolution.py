@@ -410,7 +410,7 @@ class EvolutionarySearch:
     # ------------------------------------------------------------------ run
     def _replay(self) -> State | None:
         """Read the log (on resume) into the replay tables; return the logged initial state, if any."""
-        records = self.log.read_records(repair=True) if self.resume else []
+        records = self.log.read_records(repair=True, check=_record_problem) if self.resume else []
         initial = None
         for r in records:
             kind = r.get("kind")
@@ -605,3 +605,29 @@ class EvolutionarySearch:
         self._write_best()
         self._tb.close()
         self.log.close()
+
+
+#: Fields each kind of ``archive.jsonl`` record needs on resume, with their types.
+_RECORD_FIELDS = {
+    "init": (("state", dict),),
+    "batch": (("traj", int), ("step", int)),
+    "eval": (("traj", int), ("step", int), ("k", int), ("state", dict)),
+    "commit": (("traj", int), ("step", int)),
+}
+
+
+def _record_problem(record: dict) -> str | None:
+    """Why a logged record cannot be replayed (a field missing or of the wrong type), or ``None``.
+
+    Records of other kinds are ignored on replay, so only the four replayed kinds are checked.
+    """
+    for name, kind in _RECORD_FIELDS.get(record.get("kind"), ()):
+        value = record.get(name)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            return f"a {record.get('kind')!r} record needs {name!r} of type {kind.__name__}, got {value!r:.80}"
+    if "state" in record:
+        try:
+            State.from_dict(record["state"])
+        except (KeyError, TypeError, ValueError) as exc:
+            return f"its state is not a State ({type(exc).__name__}: {exc})"
+    return None

@@ -24,6 +24,7 @@ import os
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -141,14 +142,20 @@ class RunLog:
         """Whether the run directory already holds logged records."""
         return self.log_path.exists() and self.log_path.stat().st_size > 0
 
-    def read_records(self, repair: bool = False) -> list[dict]:
+    def read_records(self, repair: bool = False, check: Callable[[dict], str | None] | None = None) -> list[dict]:
         """All complete records of ``archive.jsonl``, in order.
+
+        A torn last line (bytes after the last newline) is not a record: it is ignored, and with
+        ``repair`` truncated away. Every complete line must be a JSON object (UTF-8) that
+        ``check`` accepts.
 
         Args:
             repair: truncate a torn last line away (call before appending again).
+            check: ``check(record)`` returns why a record has the wrong shape, or ``None``.
 
         Raises:
-            ValueError: a complete line that is not valid JSON (the file was corrupted).
+            ValueError: a complete line that is not UTF-8, not valid JSON, not an object, or
+                refused by ``check``; the message names the file and line (the file was corrupted).
         """
         if not self.log_path.exists():
             return []
@@ -159,11 +166,14 @@ class RunLog:
             if not line.strip():
                 continue
             try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(
-                    f"{self.log_path}:{lineno} is corrupt ({exc}); the run cannot be resumed"
-                ) from None
+                record = json.loads(line.decode("utf-8"))
+            except (ValueError, RecursionError) as exc:  # UnicodeDecodeError, JSONDecodeError
+                why = f"{type(exc).__name__}: {exc}" if not isinstance(exc, RecursionError) else "nested too deeply"
+                raise ValueError(f"{self.log_path}:{lineno} is corrupt ({why}); the run cannot be resumed") from None
+            why = "not a JSON object" if not isinstance(record, dict) else (check(record) if check else None)
+            if why:
+                raise ValueError(f"{self.log_path}:{lineno} is corrupt ({why}); the run cannot be resumed")
+            records.append(record)
         if repair and end < len(data):
             with open(self.log_path, "r+b") as fh:
                 fh.truncate(end)

@@ -211,3 +211,63 @@ def test_custom_algorithm_example_runs(tmp_path, monkeypatch):
     assert math.isfinite(best) and best >= 1.3
     adv = ns["grpo_advantages"](torch.tensor([[1.0, 2.0, 3.0], [2.0, 2.0, 2.0]], dtype=torch.float64))
     assert adv.keep.tolist() == [True, False] and adv.adv[0].tolist() == pytest.approx([-1, 0, 1], abs=1e-5)
+
+
+def _two_step_run(tmp_path: Path) -> tuple[TrainConfig, Path]:
+    cfg = TrainConfig(env_id="CirclePacking-26-v0", steps=2, groups=2, group_size=4, seed=1)
+    Trainer(cfg, tmp_path / "run").run()
+    return cfg, tmp_path / "run"
+
+
+def test_resume_finds_the_step_directory_when_latest_json_was_never_written(tmp_path, monkeypatch):
+    """Issue 14, item 6: a disk that fills at the first checkpoint leaves a complete step directory
+    but no latest.json; resume said there was nothing to resume."""
+    from discoverygym.agents import trainer as trainer_module
+
+    cfg = TrainConfig(env_id="CirclePacking-26-v0", steps=1, groups=2, group_size=4, seed=1)
+    real_write = trainer_module.atomic_write_json
+
+    def full_disk(path, data, **kwargs):
+        if Path(path).name == "latest.json":
+            raise OSError(28, "No space left on device", str(path))
+        return real_write(path, data, **kwargs)
+
+    monkeypatch.setattr(trainer_module, "atomic_write_json", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        Trainer(cfg, tmp_path / "run").run()
+    monkeypatch.setattr(trainer_module, "atomic_write_json", real_write)
+    root = tmp_path / "run" / "checkpoints"
+    assert not (root / "latest.json").exists() and (root / "step_000001" / "trainer.json").is_file()
+    with pytest.raises(FileExistsError):  # a new run may not overwrite it either
+        Trainer(cfg, tmp_path / "run")
+    resumed = Trainer(TrainConfig(**{**cfg.to_dict(), "steps": 2}), tmp_path / "run", resume=True)
+    assert resumed.step_index == 1
+    assert resumed.run().steps == 2
+
+
+@pytest.mark.parametrize("content", [b'["step_000002"]\n', b'{"dir": 7}\n', b'\xff\xfe{"dir"\n',
+                                     b"[" * 100_000 + b"\n"])
+def test_resume_with_a_corrupt_latest_json_names_the_file_or_uses_the_step_directory(tmp_path, content):
+    """Issue 14, item 6: valid JSON of the wrong shape, or non-UTF-8, crashed without naming the file."""
+    cfg, run = _two_step_run(tmp_path)
+    latest = run / "checkpoints" / "latest.json"
+    latest.write_bytes(content)
+    resumed = Trainer(TrainConfig(**{**cfg.to_dict(), "steps": 3}), run, resume=True)
+    assert resumed.step_index == 2  # the complete step directory
+    for step_dir in (run / "checkpoints").glob("step_*"):
+        import shutil
+
+        shutil.rmtree(step_dir)
+    with pytest.raises(ValueError, match="latest.json"):
+        Trainer(TrainConfig(**{**cfg.to_dict(), "steps": 3}), run, resume=True)
+
+
+def test_resume_with_a_corrupt_trainer_json_names_the_file(tmp_path):
+    cfg, run = _two_step_run(tmp_path)
+    state = run / "checkpoints" / "step_000002" / "trainer.json"
+    state.write_text('{"step": 2}')
+    with pytest.raises(ValueError, match="trainer.json is not a trainer checkpoint"):
+        Trainer(TrainConfig(**{**cfg.to_dict(), "steps": 3}), run, resume=True)
+    state.write_bytes(b"\xff\xfe")
+    with pytest.raises(ValueError, match="trainer.json is not valid JSON"):
+        Trainer(TrainConfig(**{**cfg.to_dict(), "steps": 3}), run, resume=True)

@@ -228,7 +228,7 @@ def test_raw_data_files_are_hidden_from_candidates(cache, use_bwrap):
     if use_bwrap and shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed")
     task = make_denoising("pbmc68k-reduced", n_cells=100, n_genes=150, cache_dir=cache, timeout_s=60.0,
-                          use_bwrap=use_bwrap)
+                          use_bwrap=use_bwrap, allow_unconfined=not use_bwrap)
     task.data()  # writes the cache file, one of the hidden paths
     hidden = task.hidden_paths()
     assert hidden and all(os.path.isfile(p) for p in hidden)
@@ -237,3 +237,57 @@ def test_raw_data_files_are_hidden_from_candidates(cache, use_bwrap):
                   "    return X_train\n")
         state = _judge(task, source)
         assert not state.valid and "hidden from programs" in state.error, state.error
+
+
+@pytest.mark.parametrize("how", ["use_bwrap=False", "env"])
+def test_refuses_to_score_without_bubblewrap_unless_opted_in(cache, monkeypatch, how):
+    """Issue 14, item 4: without bubblewrap a C library could read the held-out counts, so scoring
+    is refused (BackendUnavailable naming the opt-in) before anything runs, unless allow_unconfined."""
+    from discoverygym.errors import BackendUnavailable
+
+    options = {"use_bwrap": False} if how == "use_bwrap=False" else {}
+    if how == "env":
+        monkeypatch.setenv("DISCOVERYGYM_SANDBOX_NO_BWRAP", "1")
+    before = load_split.cache_info().misses
+    task = make_denoising("pbmc68k-reduced", n_cells=100, n_genes=150, cache_dir=cache + "/refused",
+                          timeout_s=60.0, **options)
+    with pytest.raises(BackendUnavailable, match="allow_unconfined=True") as info:
+        _judge(task, B.program_source("no-denoising"))
+    assert "\n" not in str(info.value)
+    assert load_split.cache_info().misses == before  # refused before loading (or running) anything
+    opted = make_denoising("pbmc68k-reduced", n_cells=100, n_genes=150, cache_dir=cache, timeout_s=60.0,
+                           allow_unconfined=True, **options)
+    state = _judge(opted, B.program_source("magic-reversed"))
+    assert state.valid, state.error
+    with pytest.raises(TypeError, match="allow_unconfined"):
+        make_denoising("pbmc68k-reduced", allow_unconfined="yes")
+
+
+@pytest.mark.parametrize("use_bwrap", [False, True])
+def test_raw_data_files_are_hidden_through_aliases(cache, use_bwrap):
+    """Issue 14, item 4: ``/proc/self/root/...`` and a symlinked directory (a venv's ``lib64``) name
+    the hidden files under another text; reading through them is refused (or finds an empty file)."""
+    import shutil
+    import tempfile
+
+    if use_bwrap and shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed")
+    task = make_denoising("pbmc68k-reduced", n_cells=100, n_genes=150, cache_dir=cache, timeout_s=60.0,
+                          use_bwrap=use_bwrap, allow_unconfined=not use_bwrap)
+    task.data()
+    path = os.path.realpath(task.hidden_paths()[0])
+    alias_dir = tempfile.mkdtemp(dir="/var/tmp", prefix="dg-lib64-")
+    try:
+        alias = os.path.join(alias_dir, "lib64")
+        os.symlink(os.path.dirname(path), alias)
+        for route in ("/proc/self/root" + path, os.path.join(alias, os.path.basename(path))):
+            source = ("import numpy as np\n\ndef denoise(X_train, **kwargs):\n"
+                      f"    data = open({route!r}, 'rb').read()\n"
+                      "    assert len(data) == 0, 'read the raw counts'\n"
+                      "    return X_train\n")
+            state = _judge(task, source)
+            assert not state.valid and "read the raw counts" not in state.error, (route, state.error)
+            if not use_bwrap:  # the audit hook's refusal (under bwrap the file is empty or absent)
+                assert "hidden" in state.error or "/proc" in state.error, (route, state.error)
+    finally:
+        shutil.rmtree(alias_dir)

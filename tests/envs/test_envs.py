@@ -128,3 +128,39 @@ def test_bad_constructor_arguments():
         gym.make("Hadamard-29-v0", problem="no_such_problem")
     with pytest.raises(TypeError, match="takes a Problem"):  # the class takes objects; gym.make resolves names
         discoverygym.DiscoveryEnv("hadamard_29")
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"horizon": float("nan")}, "horizon"),
+    ({"horizon": 2.5}, "horizon"),
+    ({"horizon": True}, "horizon"),
+    ({"action_mode": "code", "program_budget_s": -1}, "program_budget_s"),
+    ({"action_mode": "code", "program_budget_s": float("nan")}, "program_budget_s"),
+    ({"action_mode": "code", "program_budget_s": float("inf")}, "program_budget_s"),
+])
+def test_nan_and_negative_env_options_are_refused(kwargs, match):
+    """Issue 14, item 6: ``horizon=nan`` and ``program_budget_s=-1/nan`` were accepted silently."""
+    with pytest.raises(ValueError, match=match):
+        gym.make("CirclePacking-26-v0", **kwargs)
+
+
+def test_program_returning_millions_of_rows_is_refused_before_parsing(monkeypatch):
+    """Issue 14, item 5: the entry cap was checked after the parse, the nested-list scan and
+    ``np.array``; the code-mode env caps the returned value's size on its raw bytes instead."""
+    from discoverygym.rewards import common
+
+    monkeypatch.setattr(common, "MAX_ENTRIES", 1000)
+    env = gym.make("CirclePacking-26-v0", action_mode="code", sandbox=SandboxLimits(timeout_s=20)).unwrapped
+    state = env.evaluate("def construct(**kwargs):\n    return [[0]] * 3000\n")
+    assert not state.valid and "refused before parsing" in state.error, state.error
+    assert env.sandbox.result_values == 2001
+
+
+def test_parent_side_verification_has_a_time_budget():
+    """Issue 14, item 5: a spent budget is a clear failure of the candidate (budget 0: at once)."""
+    env = gym.make("CirclePacking-26-v0").unwrapped
+    circles = [[0.1 + 0.03 * i, 0.5, 0.01] for i in range(26)]
+    assert env.evaluate(circles).valid
+    env.verify_budget_s = 0.0
+    state = env.evaluate(circles)
+    assert not state.valid and "time budget of 0 s" in state.error, state.error

@@ -237,3 +237,28 @@ def test_number_subclasses_are_refused():
     with pytest.raises(InvalidSolution, match=r"f\[0\] = 1 is a Liar \(a subclass of a number type\)"):
         first_autocorrelation([Liar(1), 5, 1])
     assert first_autocorrelation([np.float32(1), np.int64(5), 1]).value == pytest.approx(ref_ac1([1, 5, 1]))
+
+
+def test_entry_cap_is_checked_before_any_scan_or_conversion(monkeypatch):
+    """Issue 14, item 5: 15M one-entry rows cost the parent 110 s and 2 GB before the cap was seen."""
+    from discoverygym.rewards import common
+
+    def scanned(*args, **kwargs):
+        raise AssertionError("the value was walked before its size was checked")
+
+    monkeypatch.setattr(common, "_reject_bools_and_objects", scanned)
+    rows = [[0.0]] * (common.MAX_ENTRIES + 1)  # one list object repeated: cheap to build
+    with pytest.raises(InvalidSolution, match="more than the limit"):
+        common.as_float_array(rows, "circles", 2, 3)
+    with pytest.raises(InvalidSolution, match="more than the limit"):
+        common.as_float_array([[0.0] * 1000] * (common.MAX_ENTRIES // 1000 + 1), "m", 2)
+
+
+def test_verification_budget_fails_clearly():
+    from discoverygym.rewards import common
+
+    with common.verification_budget(0.0), pytest.raises(InvalidSolution, match="time budget of 0 s"):
+        common.as_float_array([[0.0, 1.0]] * 10, "x", 2)
+    assert common.as_float_array([[0.0, 1.0]] * 10, "x", 2).shape == (10, 2)  # budget gone
+    with pytest.raises(ValueError, match="budget"), common.verification_budget(float("nan")):
+        pass

@@ -183,7 +183,7 @@ def test_audit_hook_cannot_be_patched_through_traceback_frames(run, tmp_path):
 def test_audit_hook_functions_have_no_closures():
     hook = runner._make_audit_hook("/nonexistent/root", False, False, True)
     own = hook.__defaults__[-1]
-    assert hook in own and audit.names_other_process in own and len(own) == 10
+    assert hook in own and audit.names_other_process in own and len(own) == 13
     assert all(fn.__closure__ is None for fn in own)
 
 

@@ -133,3 +133,53 @@ def test_hidden_paths_cannot_be_read(use_bwrap):
                 assert size.ok and size.value in (0, -1)
     finally:
         shutil.rmtree(secret_dir)
+
+
+ALIAS_READER = """
+import os
+def main(routes):
+    out = {}
+    for route in routes:
+        try:
+            with open(route, "rb") as fh:
+                out[route] = fh.read().decode("utf-8", "replace")
+        except OSError as exc:
+            out[route] = type(exc).__name__ + ": " + str(exc)
+    return out
+"""
+
+
+def test_hidden_paths_cannot_be_read_through_an_alias(use_bwrap):
+    """Issue 14, item 4: a symlinked directory (the venv's ``lib64``), ``/proc/self/root`` and
+    ``/proc/self/cwd/..`` lead to the hidden file under another text; none of them may read it."""
+    base = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="dg-alias-"))
+    try:
+        (base / "lib").mkdir()
+        secret = base / "lib" / "counts.csv"
+        secret.write_text("held-out data")
+        os.symlink("lib", base / "lib64")  # as a venv's lib64 -> lib
+        depth = "/".join([".."] * 8)  # from the private directory up to /, whatever the temp root
+        routes = [str(base / "lib64" / "counts.csv"), "/proc/self/root" + str(secret),
+                  "/proc/thread-self/root" + str(secret), f"/proc/{os.getpid()}/root" + str(secret),
+                  f"/proc/self/cwd/{depth}{secret}", "/dev/fd/../root" + str(secret)]
+        limits = SandboxLimits(timeout_s=20, use_bwrap=use_bwrap, hidden_paths=(str(secret),))
+        result = run_program(ALIAS_READER, entry="main", kwargs={"routes": routes}, limits=limits)
+        assert result.ok, result.error
+        leaked = {route: text for route, text in result.value.items() if "held-out data" in text}
+        assert leaked == {}
+        if not use_bwrap:  # the audit hook names the refusal (under bwrap the file is simply empty)
+            assert all("PermissionError" in text for text in result.value.values()), result.value
+    finally:
+        shutil.rmtree(base)
+
+
+def test_proc_root_cwd_and_fd_routes_are_refused(use_bwrap):
+    """``/proc/<pid|self|thread-self>/{root,cwd,fd}`` lead anywhere in the file system (or to open
+    descriptors): opening a path through them is refused outright, not resolved."""
+    routes = ["/proc/self/root/etc/hostname", "/proc/self/cwd/program.py", "/proc/self/fd/0",
+              "/proc/thread-self/root/etc/hostname", "/dev/stdin"]
+    limits = SandboxLimits(timeout_s=20, use_bwrap=use_bwrap)
+    result = run_program(ALIAS_READER, entry="main", kwargs={"routes": routes}, limits=limits)
+    assert result.ok, result.error
+    for route, text in result.value.items():
+        assert text.startswith("PermissionError: sandbox:") and "/proc" in text, (route, text)

@@ -130,3 +130,21 @@ def test_missing_entry_function(run, source, error):
 def test_forged_malformed_result_is_a_protocol_error(run, text):
     source = f"import os\ndef construct():\n    open('result.json', 'w').write({text!r})\n    os._exit(0)\n"
     assert_failed(run(source), "sandbox protocol error")
+
+
+def test_result_values_are_capped_on_the_raw_bytes_before_parsing(run, monkeypatch):
+    """Issue 14, item 5: millions of tiny rows fit ``result_bytes`` but cost the parent a parse of
+    millions of lists; ``result_values`` refuses them from a byte count, never calling json.loads."""
+    from discoverygym.sandbox import python as sandbox
+
+    parsed = []
+    real_loads = sandbox.json.loads
+    monkeypatch.setattr(sandbox.json, "loads", lambda text, *a, **k: (
+        parsed.append(len(text)), real_loads(text, *a, **k))[1])
+    result = run("def construct():\n    return [[0]] * 5000\n", result_values=1000)
+    assert_failed(result, "more than 1000 values", "refused before parsing")
+    assert all(size < 1000 for size in parsed), parsed  # only the status line was parsed
+    fits = run("def construct():\n    return [[0]] * 400\n", result_values=1000)
+    assert fits.ok and len(fits.value) == 400
+    with pytest.raises(ValueError, match="result_values"):
+        sandbox.SandboxLimits(result_values=0)

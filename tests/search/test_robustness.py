@@ -235,3 +235,22 @@ def test_unusable_run_dir_is_a_clean_usage_error(tmp_path, capsys, where):
     rc, err = _cli(capsys, "-L", "1", "--run-dir", run_dir)
     assert rc == 2 and err.startswith("discoverygym search: error: cannot create the run directory")
     assert run_dir in err
+
+
+@pytest.mark.parametrize("last_line", [b'["not", "a", "record"]\n', b'{"kind": "eval", "traj": 0}\n',
+                                       b'{"kind": "eval", "traj": 0, "step": 0, "k": 0, "state": {}}\n',
+                                       b'\xff\xfe\xfd\n', b"[" * 100_000 + b"\n"])
+def test_resume_with_a_corrupt_last_log_line_names_the_file_and_line(tmp_path, capsys, last_line):
+    """Issue 14, item 6: a complete last line of valid JSON of the wrong shape, or non-UTF-8, crashed
+    the resume without naming the file; a torn line (no newline) is still truncated silently."""
+    run = tmp_path / "run"
+    assert _cli(capsys, "-C", "1", "-L", "1", "-K", "2", "--run-dir", str(run))[0] == 0
+    log = run / "archive.jsonl"
+    lines = len(log.read_bytes().splitlines())
+    with open(log, "ab") as fh:
+        fh.write(last_line)
+    rc, err = _cli(capsys, "--run-dir", str(run), "--resume")
+    assert rc in (1, 2) and f"archive.jsonl:{lines + 1} is corrupt" in err, err
+    log.write_bytes(log.read_bytes()[: -len(last_line)] + last_line.rstrip(b"\n"))  # torn: no newline
+    rc, err = _cli(capsys, "--run-dir", str(run), "--resume")
+    assert rc == 0, err

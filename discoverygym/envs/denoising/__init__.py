@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from discoverygym.envs.program import ProgramTask
-from discoverygym.errors import InvalidSolution
+from discoverygym.errors import BackendUnavailable, InvalidSolution
 from discoverygym.rewards import denoising as verifier
 from discoverygym.rewards.common import Score
 from discoverygym.types import State
@@ -123,7 +123,7 @@ class DenoisingTask(ProgramTask):
                  memory_mb: int = 3072, cpus: int = 1, n_cells: int | None = None,
                  n_genes: int | None = None, cache_dir: str | os.PathLike | None = None,
                  celltypist_wheel: str | os.PathLike | None = None, use_bwrap: bool | None = None,
-                 train_frac: float = 0.9) -> None:
+                 train_frac: float = 0.9, allow_unconfined: bool = False) -> None:
         from discoverygym.envs.denoising.data import DATASETS
         from discoverygym.sandbox.python import SandboxLimits
 
@@ -132,7 +132,10 @@ class DenoisingTask(ProgramTask):
         for label, value in (("n_cells", n_cells), ("n_genes", n_genes)):
             if value is not None and (not isinstance(value, int) or value < 2):
                 raise ValueError(f"{label} must be an int >= 2 or None, got {value!r}")
+        if not isinstance(allow_unconfined, bool):
+            raise TypeError(f"allow_unconfined must be a bool, got {allow_unconfined!r}")
         SandboxLimits(timeout_s=timeout_s, memory_mb=memory_mb, cpus=cpus)  # validates early
+        self.allow_unconfined = allow_unconfined
         self.dataset, self.seed, self.train_frac = dataset, int(seed), float(train_frac)
         self.timeout_s, self.memory_mb, self.cpus, self.use_bwrap = float(timeout_s), memory_mb, cpus, use_bwrap
         self._split_args = (dataset, int(seed), float(train_frac), n_cells, n_genes,
@@ -181,9 +184,9 @@ class DenoisingTask(ProgramTask):
         """Files a candidate must not read: they hold the full counts, so ``full - X_train`` is the test split.
 
         They are passed to the sandbox as ``hidden_paths``: under bubblewrap they are replaced by empty
-        files for every library; without it only Python-level opens are refused (a C library such as
-        HDF5 could still read them), and a copy of the held-out counts is then caught only by the
-        check that the output is implausibly close to them.
+        files for every library; without it only Python-level opens are refused, under any name
+        (real paths, ``/proc/*/root`` routes refused), but a C library such as HDF5 could still read
+        them, so scoring without bubblewrap needs ``allow_unconfined=True``.
         """
         from discoverygym.envs.denoising.data import source_paths
 
@@ -198,6 +201,25 @@ class DenoisingTask(ProgramTask):
                              result_bytes=result_bytes(shape), use_bwrap=self.use_bwrap,
                              hidden_paths=tuple(os.path.realpath(p) for p in self.hidden_paths()))
 
+    def check_confinement(self) -> None:
+        """Refuse to score where the held-out counts could be read: without bubblewrap, unless opted in.
+
+        Without bubblewrap the raw data files are hidden from Python-level opens only (the audit
+        hook); a C library (HDF5, a ctypes trick) could still read them and score near 1.
+
+        Raises:
+            BackendUnavailable: bubblewrap is disabled (``use_bwrap=False``) or not working here (or
+                ``DISCOVERYGYM_SANDBOX_NO_BWRAP`` is set), and ``allow_unconfined`` is False.
+        """
+        from discoverygym.sandbox.python import NO_BWRAP_ENV, bwrap_available
+
+        if self.allow_unconfined or (self.use_bwrap is not False and bwrap_available()):
+            return
+        why = "use_bwrap=False" if self.use_bwrap is False else f"bubblewrap (bwrap) is missing, not working or {NO_BWRAP_ENV} is set"
+        raise BackendUnavailable(
+            f"ScRNADenoising-v0 scores programs only under bubblewrap ({why}): without it a program could "
+            "read the held-out counts; install bubblewrap, or pass allow_unconfined=True to score anyway")
+
     def evaluate(self, source: str, *, seed: int) -> Score:
         """Run ``denoise`` on X_train in the sandbox and judge its output against the held-out counts.
 
@@ -208,10 +230,13 @@ class DenoisingTask(ProgramTask):
         Raises:
             InvalidSolution: syntax error, crash, timeout, memory, wrong shape/dtype, non-finite or
                 negative output, or the gate (see :func:`discoverygym.rewards.denoising.score_denoised`).
+            BackendUnavailable: no bubblewrap and no ``allow_unconfined=True`` (see
+                :meth:`check_confinement`); raised before the data are loaded or anything runs.
         """
         from discoverygym.envs.denoising.transport import ENTRY, WRAPPER, decode_matrix, encode_counts
         from discoverygym.sandbox.python import run_program
 
+        self.check_confinement()
         data = self.data()
         shape = data.train.shape
         kwargs = {"X_csr": encode_counts(data.train), "seed": int(seed), "budget_s": 0.8 * self.timeout_s}
@@ -305,7 +330,9 @@ def make_denoising(dataset: str = "celltypist-pbmc", seed: int = 0, *, device: s
         seed: split seed (OpenProblems v1: 0).
         device: accepted for the CLI's ``--device``; only ``None``/``"cpu"`` (the task is CPU-only).
         **options: ``timeout_s`` (400), ``memory_mb`` (3072), ``cpus`` (1), ``n_cells``, ``n_genes``
-            (subset for quick tests), ``cache_dir``, ``celltypist_wheel``, ``use_bwrap``, ``train_frac``.
+            (subset for quick tests), ``cache_dir``, ``celltypist_wheel``, ``use_bwrap``, ``train_frac``,
+            ``allow_unconfined`` (False: refuse to score without bubblewrap, see
+            :meth:`DenoisingTask.check_confinement`).
 
     Raises:
         ValueError: unknown dataset, a device other than cpu, bad limits.
