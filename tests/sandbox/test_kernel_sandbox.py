@@ -284,7 +284,7 @@ def test_an_honest_slow_kernel_passes_with_its_real_time(tmp_path):
     result = stage(_SLOW, time_job(), tmp_path, 120)
     assert result["ok"], result["error"]
     (case,) = result["cases"]
-    assert case["mean_us"] >= 80_000 and case["judge_us"] >= case["mean_us"]
+    assert case["mean_us"] >= 80_000 and case["judge_us"] >= 80_000
 
 
 def test_outputs_deferred_or_cached_across_timed_calls_fail_the_sketches(tmp_path):
@@ -303,6 +303,7 @@ def test_without_bubblewrap_kernels_are_not_judged_unless_opted_in(monkeypatch):
     import gymnasium as gym
 
     monkeypatch.setenv("DISCOVERYGYM_SANDBOX_NO_BWRAP", "1")
+    monkeypatch.delenv("DISCOVERYGYM_KERNELS_ALLOW_UNCONFINED", raising=False)
     env = gym.make("TriMul-H100-v0", device="cpu", n_cases=1)
     env.reset(seed=0)
     with pytest.raises(BackendUnavailable, match="allow_unconfined"):

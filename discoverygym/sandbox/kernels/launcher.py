@@ -27,11 +27,14 @@ from discoverygym.sandbox._process import kill_group, remove_tree
 from discoverygym.sandbox.kernels import box
 from discoverygym.sandbox.kernels.common import VERDICT_PREFIX, fresh_seed, plan
 
-__all__ = ["UNCONFINED_REFUSAL", "fresh_seed", "new_workdir", "plan", "remove_workdir", "run_stage",
+__all__ = ["ALLOW_UNCONFINED_ENV", "UNCONFINED_REFUSAL", "fresh_seed", "new_workdir", "plan", "remove_workdir", "run_stage",
            "sweep_stale_workdirs"]
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
 _PREFIX = "discoverygym-kernel-"
+#: environment variable with the effect of ``allow_unconfined=True`` (for CI machines without
+#: bubblewrap; set it only where no hostile program is judged).
+ALLOW_UNCONFINED_ENV = "DISCOVERYGYM_KERNELS_ALLOW_UNCONFINED"
 _OWNER = ".owner"
 #: why kernels are not judged without bubblewrap (the message of the BackendUnavailable raised).
 UNCONFINED_REFUSAL = (
@@ -39,7 +42,8 @@ UNCONFINED_REFUSAL = (
     "code: outside a sandbox it could rewrite the verifier it is judged by), and bubblewrap (bwrap) "
     "is not installed, cannot create user namespaces here, or DISCOVERYGYM_SANDBOX_NO_BWRAP is set. "
     "Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap), or pass allow_unconfined=True "
-    "(--task-options allow_unconfined=true) to judge behind the static checks and audit hook only"
+    "(--task-options allow_unconfined=true, or DISCOVERYGYM_KERNELS_ALLOW_UNCONFINED=1) to judge "
+    "behind the static checks and audit hook only"
 )
 
 
@@ -174,7 +178,8 @@ def run_stage(source: str, job: dict, workdir: str, timeout_s: float, *, allow_u
         workdir: from :func:`new_workdir`.
         timeout_s: wall-clock limit of the whole stage, process start and imports included; also
             the base of each process's own CPU-time limit.
-        allow_unconfined: run the candidate as a plain process when bubblewrap is unavailable.
+        allow_unconfined: run the candidate as a plain process when bubblewrap is unavailable
+            (also when :data:`ALLOW_UNCONFINED_ENV` is set to anything but ``""``/``"0"``).
 
     Returns:
         ``{"ok", "error", "cases", "gpu_name", "platform", "torch", "device", "sandbox"}``; on failure
@@ -189,7 +194,7 @@ def run_stage(source: str, job: dict, workdir: str, timeout_s: float, *, allow_u
     if not (isinstance(timeout_s, (int, float)) and math.isfinite(timeout_s) and timeout_s > 0):
         raise ValueError(f"timeout_s must be a positive finite number of seconds, got {timeout_s!r}")
     confined = box.available()
-    if not confined and not allow_unconfined:
+    if not confined and not (allow_unconfined or os.environ.get(ALLOW_UNCONFINED_ENV, "") not in ("", "0")):
         raise BackendUnavailable(UNCONFINED_REFUSAL)
     uid = box.sandbox_uid() if confined else None
     work = Path(workdir)
