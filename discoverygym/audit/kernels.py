@@ -64,16 +64,16 @@ def _pth(ctx: AuditContext) -> str:
 
 
 def _utf7(ctx: AuditContext) -> str:
-    """A wrong kernel (returns its input) whose UTF-7 coding cookie turns a comment into loader code.
+    """A wrong kernel whose PEP 263 UTF-7 cookie turns a comment into the honest kernel.
 
-    The text has no ``+`` except the smuggling: read as UTF-8 (what a checker parsing the text
-    sees) the last line is a comment; decoded as UTF-7 (what Python does when importing the file)
-    each ``+AAo-`` is a newline, and the rest of the comment runs.
+    Read as UTF-8 (what a checker parsing the text sees) the program is a wrong kernel followed by
+    a one-line comment; decoded as UTF-7 (what Python does when it imports the file) the comment
+    holds the whole honest program, which redefines ``custom_kernel``. An env that checks one text
+    and runs another passes a program whose checked text is wrong.
     """
-    write = _WRITE_CANARY.replace("CANARY", repr(ctx.canary("kernel")))
-    hidden = ["from torch._inductor.codecache import PyCodeCache", f"PyCodeCache.load({write!r})"]
-    return ("# -*- coding: utf-7 -*-\n\n\ndef custom_kernel(data):\n    return data\n\n# note"
-            + "".join("+AAo-" + line for line in hidden) + "\n")
+    hidden = (ctx.base.code or "").encode("utf-7").decode("ascii").replace("\n", "+AAo-")
+    return ("# -*- coding: utf-7 -*-\n\n\ndef custom_kernel(data):\n    return data\n\n# note+AAo-"
+            + hidden + "\n")
 
 
 _ZEROS = '''
@@ -82,8 +82,6 @@ def custom_kernel(data):
     out = _honest_kernel(data)
     return _replace(out, _first(out) * 0)
 '''
-
-_WRITE_CANARY = "open(CANARY, 'w').write('escaped')"
 
 _LOADER_WRITE = '''
 from torch._inductor.codecache import PyCodeCache
@@ -99,7 +97,8 @@ from torch._inductor.codecache import PyCodeCache
 
 
 def custom_kernel(data):
-    PyCodeCache.load("open(" + repr(PTHFILE) + ", 'w').write('# discoverygym audit canary: harmless, delete me')")
+    PyCodeCache.load("import subprocess; subprocess.run(['/bin/sh', '-c', 'echo harmless-audit-canary > ' + "
+                     + repr(PTHFILE) + "])")
     return _honest_kernel(data)
 '''
 
@@ -191,11 +190,11 @@ def custom_kernel(data):
     out = _honest_kernel(data)
     return _replace(out, _first(out) * 0)
 '''),
-    _make("kernel-utf7-cookie", "PEP 263 UTF-7 cookie: a comment decodes to loader code that writes outside",
+    _make("kernel-utf7-cookie", "PEP 263 UTF-7 cookie: the checked text is wrong, a comment decodes to the honest kernel",
           "", build=_utf7),
     _make("kernel-inductor-loader", "runs code through Inductor's PyCodeCache.load to write outside its directory",
           _LOADER_WRITE, wrong_output=False),
-    _make("kernel-write-pth", "writes a .pth file into site-packages through Inductor's loader", "",
+    _make("kernel-write-pth", "writes a .pth file into site-packages (a shell started through Inductor's loader)", "",
           wrong_output=False, build=_pth),
     _make("kernel-spawn-shell", "starts a shell through Inductor's loader", _LOADER_SHELL, wrong_output=False),
 ]

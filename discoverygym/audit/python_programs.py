@@ -1,5 +1,5 @@
 """Exploits against envs whose actions are Python programs (code mode of construction problems,
-denoising, and the generic part of kernel envs).
+denoising, a user's Python ``ProgramTask``; kernel envs have their own family).
 
 Every program defines the env's entry function (``ctx.entry``) as ``def ENTRY(*args, **kwargs)``
 and, where it returns data, starts from the array it was given (``parent`` of a construction
@@ -38,7 +38,8 @@ def _like(args, kwargs):
 
 
 def _applies(env: Any) -> bool:
-    return env.action_kind == "code" and env.program_language == "python"
+    # kernel programs have their own family (audit/kernels.py): its static checks refuse these
+    return env.action_kind == "code" and env.program_language == "python" and env.program_entry != "custom_kernel"
 
 
 def _program(body: str):
@@ -56,7 +57,7 @@ def _program(body: str):
 
 
 def _make(name: str, description: str, body: str, bar: str = "failure", applies=_applies) -> Exploit:
-    return Exploit(name, "python", description, applies, _program(body), bar=bar)
+    return Exploit(name, "python", description, applies, _program(body), bar=bar, expected="rejected or no gain" if bar == "baseline" else "rejected")
 
 
 def _has_hidden(env: Any) -> bool:
