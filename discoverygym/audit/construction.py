@@ -89,7 +89,8 @@ def _ragged(ctx: AuditContext) -> list:
 
 
 def _make(name: str, description: str, build, bar: str = "failure") -> Exploit:
-    return Exploit(name, "construction", description, _applies, build, bar=bar, expected="rejected or no gain" if bar == "baseline" else "rejected")
+    return Exploit(name, "construction", description, _applies, build, bar=bar,
+                   expected="rejected or no gain" if bar == "baseline" else "rejected")
 
 
 EXPLOITS: list[Exploit] = [

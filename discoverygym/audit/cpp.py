@@ -27,7 +27,8 @@ def _program(body: str):
 
 
 def _make(name: str, description: str, body: str, bar: str = "failure") -> Exploit:
-    return Exploit(name, "cpp", description, _applies, _program(body), bar=bar, expected="rejected or no gain" if bar == "baseline" else "rejected")
+    return Exploit(name, "cpp", description, _applies, _program(body), bar=bar,
+                   expected="rejected or no gain" if bar == "baseline" else "rejected")
 
 
 EXPLOITS: list[Exploit] = [

@@ -42,7 +42,7 @@ def _applies(env: Any) -> bool:
 def _honest(ctx: AuditContext) -> str:
     """The task's initial program with its entry renamed ``_honest_kernel``."""
     code = ctx.base.code or ""
-    return re.sub(r"^def custom_kernel\(", "def _honest_kernel(", code, flags=re.M) + _WRAP
+    return re.sub(r"^def custom_kernel\(", "def _honest_kernel(", code, flags=re.MULTILINE) + _WRAP
 
 
 def _program(tail: str, head: str = ""):

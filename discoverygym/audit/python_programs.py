@@ -57,7 +57,8 @@ def _program(body: str):
 
 
 def _make(name: str, description: str, body: str, bar: str = "failure", applies=_applies) -> Exploit:
-    return Exploit(name, "python", description, applies, _program(body), bar=bar, expected="rejected or no gain" if bar == "baseline" else "rejected")
+    return Exploit(name, "python", description, applies, _program(body), bar=bar,
+                   expected="rejected or no gain" if bar == "baseline" else "rejected")
 
 
 def _has_hidden(env: Any) -> bool:
