@@ -14,7 +14,8 @@ Families: :mod:`~discoverygym.audit.construction` (arrays), :mod:`~discoverygym.
 :mod:`~discoverygym.audit.cpp` (C++ contest programs); :mod:`~discoverygym.audit.runner` runs them.
 """
 
-from discoverygym.audit.exploits import AuditContext, Exploit, library
+from discoverygym.audit.exploits import AuditContext, Exploit
+from discoverygym.audit.library import library
 from discoverygym.audit.runner import FAILING, AuditRow, audit, audit_env, failed, quick_options
 
 __all__ = ["FAILING", "AuditContext", "AuditRow", "Exploit", "audit", "audit_env", "failed", "library",

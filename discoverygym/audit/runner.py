@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from discoverygym.audit.exploits import LEAK_MARK, AuditContext, Exploit, hidden_paths_of, library
+from discoverygym.audit.exploits import LEAK_MARK, AuditContext, Exploit, hidden_paths_of
+from discoverygym.audit.library import library
 from discoverygym.envs.registry import make_env
 from discoverygym.errors import BackendUnavailable
 from discoverygym.sandbox.python import SandboxLimits
@@ -128,7 +129,7 @@ def audit(
         env: a registered env id, or an env (``gym.make(...)`` or an env object; a user's own
             ``ProgramTask`` / ``Problem`` wrapped in its env class). An id of a construction env is
             audited in both action modes (constructions, and Python programs in a quick sandbox).
-        exploits: the exploits to try (default: :func:`~discoverygym.audit.exploits.library`).
+        exploits: the exploits to try (default: :func:`~discoverygym.audit.library.library`).
         quick: for an id, add :func:`quick_options` (CPU kernels, few cases, short limits).
         progress: called as ``progress(attack, done, total)`` after each exploit.
         **env_kwargs: options for ``gym.make(env_id, ...)`` (only with an id).
