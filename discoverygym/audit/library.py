@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from discoverygym.audit import construction, cpp, kernels, python_programs
+from discoverygym.audit.construction import EXPLOITS as CONSTRUCTION
+from discoverygym.audit.cpp import EXPLOITS as CPP
 from discoverygym.audit.exploits import Exploit
+from discoverygym.audit.kernels import EXPLOITS as KERNELS
+from discoverygym.audit.python_programs import EXPLOITS as PYTHON
 
 __all__ = ["library"]
 
 
 def library() -> list[Exploit]:
     """Every bundled exploit, family by family (construction, Python programs, kernels, C++)."""
-    return [*construction.EXPLOITS, *python_programs.EXPLOITS, *kernels.EXPLOITS, *cpp.EXPLOITS]
+    return [*CONSTRUCTION, *PYTHON, *KERNELS, *CPP]
