@@ -141,7 +141,7 @@ def _rows_table(rows: list[AuditRow], title: str, with_env: bool) -> Table:
 
 def _summary(rows: list[AuditRow], ids: list[str], seconds: dict[str, float]) -> Table:
     table = Table(title="discoverygym audit --all")
-    for col in ("env id", "exploits", "rejected", "not judged", "failed", "s", "failing exploits"):
+    for col in ("env id", "exploits", "rejected or no gain", "not judged", "failed", "s", "failing exploits"):
         table.add_column(col, no_wrap=col == "env id")
     for env_id in ids:
         mine = [r for r in rows if r.env == env_id or r.env.startswith(env_id + " ")]
