@@ -1,8 +1,8 @@
 """The ``discoverygym`` command: list environments, evaluate candidates, search, train and compare agents.
 
 The top layer of the package: ``discoverygym/cli/`` holds this entry (``list``, ``evaluate`` and the
-parser), :mod:`~discoverygym.cli.search`, :mod:`~discoverygym.cli.train` (``train``, ``compare``),
-:mod:`~discoverygym.cli.post_train` and the helpers they share, :mod:`~discoverygym.cli.common`.
+parser), :mod:`~discoverygym.cli.audit` (``audit``), :mod:`~discoverygym.cli.search`,
+:mod:`~discoverygym.cli.train` (``train``, ``compare``), :mod:`~discoverygym.cli.post_train` and the helpers they share, :mod:`~discoverygym.cli.common`.
 Sub-commands call down into agents/search/envs; nothing below imports this package.
 
 Exit codes: 0 when the candidate was evaluated (valid or not), 2 for usage errors (unknown env,
@@ -25,6 +25,7 @@ import gymnasium as gym
 from rich.console import Console
 from rich.table import Table
 
+from discoverygym.cli import audit as audit_cli
 from discoverygym.cli import post_train as irft_cli
 from discoverygym.cli import search as search_cli
 from discoverygym.cli import train as agents_cli
@@ -217,7 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 evaluated (valid or not), 2 usage error, 3 a backend is missing here (e.g. no GPU "
         "to time a kernel). Examples: discoverygym evaluate CirclePacking-26-v0 my_program.py --json | "
         "discoverygym evaluate AHC039-v0 solution.cpp --cases inputs/ | "
-        "discoverygym search CirclePacking-26-v0 --policy mutation --selector rpucg -C 4 -L 20 -K 4 --run-dir runs/cp26",
+        "discoverygym search CirclePacking-26-v0 --policy mutation --selector rpucg -C 4 -L 20 -K 4 --run-dir runs/cp26 | "
+        "discoverygym audit CirclePacking-26-v0 (known exploits; exit 1 if any is rewarded)",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     p_list = sub.add_parser("list", help="list environments: quantity, direction, published record, source")
@@ -247,6 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     search_cli.add_parser(sub)
     agents_cli.add_parsers(sub)
     irft_cli.add_parser(sub)
+    audit_cli.add_parser(sub)
     return parser
 
 
@@ -264,6 +267,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return irft_cli.run(args)
         if args.command == "list":
             return _cmd_list(args, console)
+        if args.command == "audit":
+            return audit_cli.run(args)
         return _cmd_evaluate(args, console)
     except UsageError as exc:
         print(f"discoverygym: error: {exc}", file=sys.stderr)

@@ -87,6 +87,8 @@ class CandidateEnv(gym.Env[ObsType, ActType], ABC):
     * :meth:`admit` — the state as this env would start an episode from it (``reset(options=
       {"state": s})`` and the reuse wrappers' archive seeds use it); never mutates its argument.
     * :attr:`problem` — the problem (:class:`~discoverygym.protocols.ProblemProtocol`).
+    * :attr:`program_language`, :attr:`program_entry` — in code mode, the language of a program
+      action and the function it must define (``None`` for constructions).
 
     Rule for initial states: the state ``reset()`` returned can always be passed back to
     :meth:`admit` (and so to a reuse wrapper's ``initial_states``) at no cost beyond a
@@ -124,6 +126,25 @@ class CandidateEnv(gym.Env[ObsType, ActType], ABC):
         self.failure_reward = problem.failure_reward
         self.state: State | None = None
         self._steps = 0
+
+    @property
+    def program_language(self) -> str | None:
+        """The language of program actions (``"python"``, ``"cpp"``); ``None`` when actions are constructions.
+
+        Programs of construction problems (``action_mode="code"``) are Python; a program task
+        names its own (:attr:`ProgramTask.language <discoverygym.envs.program.ProgramTask>`).
+        """
+        if self.action_kind != "code":
+            return None
+        return str(getattr(self.problem, "language", "python"))
+
+    @property
+    def program_entry(self) -> str | None:
+        """The function a program action must define (``"construct"``, ``"custom_kernel"``, ``"main"``...);
+        ``None`` when actions are constructions."""
+        if self.action_kind != "code":
+            return None
+        return str(getattr(self.problem, "entry", "construct"))
 
     # ----------------------------------------------------------------- evaluation
     def evaluate(
