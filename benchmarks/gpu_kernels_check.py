@@ -11,15 +11,21 @@ Measures, on the GPU present (target H200 for TriMul and MLA-Decode), with the e
 4. the out-of-process verdict on the GPU: a wrong kernel (zeros) that patches ``torch.Tensor.__le__``
    in its own process, run through the runner with the static checks bypassed (one TriMul case),
    must be rejected by the verifier process;
-5. if time is left, the MLA-Decode PyTorch baseline (4 test cases, timed prefill 6144).
+5. the judge's clock on the GPU: a correct kernel whose harness timing function is rewritten to
+   report 0.001 μs (static checks bypassed) must be rejected; the per-case "judge" column shows
+   the bound the judge's clock gives for the baseline (the gap to the mean calibrates ρ and δ of
+   :mod:`discoverygym.sandbox.kernels.verifier`);
+6. if time is left, the MLA-Decode PyTorch baseline (4 test cases, timed prefill 6144).
 
-Every stage runs two processes on the GPU: the candidate's (runs and times the kernel, writes its
-outputs as raw bytes) and the verifier's (never imports the candidate; references and tolerance);
-stage timeouts cover both.
+Every stage runs two processes on the GPU: the candidate's, inside its bubblewrap sandbox with the
+GPU device nodes bound in (``/dev/nvidia*``, ``/dev/nvidia-caps/*``, ``/dev/kfd``, ``/dev/dri``:
+the "sandbox" line names the backend, the uid and the nodes; this is the path that can only be
+tested on a GPU machine) and the judge's (never imports the candidate; references, tolerance,
+timing rounds); stage timeouts cover both.
 
 Prints a table; with ``$OUT`` set also writes ``$OUT/gpu_kernels_check.json``. Exit code 0 when
 everything ran (a failing candidate is reported, not an error), 1 when the patched wrong kernel
-of part 4 passed, 2 when no GPU is visible.
+of part 4 passed or the forged timing of part 5 was accepted, 2 when no GPU is visible.
 """
 
 from __future__ import annotations
@@ -33,12 +39,21 @@ import time
 import warnings
 
 from discoverygym.envs.kernels import _EXAMPLES, make_mla_decode, make_trimul
+from discoverygym.sandbox.kernels.box import gpu_device_nodes, sandbox_uid
 from discoverygym.sandbox.kernels.launcher import new_workdir, remove_workdir, run_stage
 
 #: part 4: a wrong kernel that patches the comparison operator in its own process.
 PATCHED_WRONG = (
     "import torch\nT = torch.Tensor\nT.__le__ = lambda a, b: torch.ones_like(a, dtype=torch.bool)\n\n"
     "def custom_kernel(data):\n    return torch.zeros_like(data[0])\n"
+)
+
+
+#: a correct kernel whose harness timing function is rewritten to report 0.001 μs per call.
+FORGED_TIMING = (
+    "import sys\n_t = sys.modules['discoverygym.rewards.kernels.timing']\n"
+    "def _fake(fn, data, *, device='cuda', clock='cuda', flusher=None):\n    return 0.001, fn(data)\n"
+    "_t.time_call.__code__ = _fake.__code__\n"
 )
 
 
@@ -130,6 +145,28 @@ def main() -> int:
         "patched_wrong",
         patched_check,
     )
+
+    def forged_timing() -> dict:
+        job = {
+            "stage": "time",
+            "problem": "trimul",
+            "device": "cuda",
+            "seed": 0,
+            "timing": {**task.timing, "max_repeats": 10},
+            "cases": [task.timed_cases()[-1].to_dict()],
+        }
+        workdir = new_workdir()
+        try:
+            result = run_stage(FORGED_TIMING + baseline, job, workdir, 180.0)
+        finally:
+            remove_workdir(workdir)
+        return {"passed": bool(result["ok"]), "error": result.get("error")}
+
+    forged = attempt(
+        "judge: correct kernel whose timing function reports 0.001 μs (static checks bypassed)",
+        "forged_timing",
+        forged_timing,
+    )
     mla_task = make_mla_decode(args.gpu, **opts)
     mla = None
     if time.perf_counter() - start < args.deadline_s - 90:
@@ -157,12 +194,14 @@ def main() -> int:
         ),
         ("target / record", f"{args.gpu}: {task.sota['value']} μs ({task.sota['source']})"),
         ("target mismatch", str(head.get("target_mismatch"))),
-        ("TriMul timed case", "PyTorch baseline mean ± stderr (n) | fused Triton mean (μs)"),
+        ("sandbox", f"{head.get('sandbox')} (uid {sandbox_uid()}, GPU nodes {' '.join(gpu_device_nodes())})"),
+        ("TriMul timed case", "PyTorch baseline mean ± stderr (n), judge's bound | fused Triton mean (μs)"),
     ]
     names = (md or tri or {}).get("case_names", [])
     for k, name in enumerate(names):
         base = (
             f"{md['case_means_us'][k]:10.1f} ± {md['case_stderr_us'][k]:6.1f} ({md['case_repeats'][k]:3d})"
+            f" judge {md['case_judge_us'][k]:10.1f}"
             if md
             else "-"
         )
@@ -186,6 +225,14 @@ def main() -> int:
             ),
         ),
         (
+            "judge vs forged timing",
+            (
+                f"FAILED: {report.get('forged_timing_error', '?')}"
+                if forged is None
+                else ("ACCEPTED (bug)" if forged["passed"] else f"rejected: {str(forged['error'])[:90]}")
+            ),
+        ),
+        (
             "MLA-Decode PyTorch baseline",
             result_line(mla, "mla_baseline")
             + f"; record {mla_task.sota['value']} μs ({mla_task.sota['source']})",
@@ -198,7 +245,8 @@ def main() -> int:
     if out:
         with open(os.path.join(out, "gpu_kernels_check.json"), "w") as fh:
             json.dump(report, fh, indent=1, default=str)
-    return 1 if patched is not None and patched["passed"] else 0
+    bad = (patched is not None and patched["passed"]) or (forged is not None and forged["passed"])
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

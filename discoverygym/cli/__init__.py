@@ -75,7 +75,7 @@ def evaluate(env_id: str, path: Path, timeout_s: float | None, seed: int = 0, **
             ``None`` = 60). Program problems use their own limits (contest rules, protocols).
         seed: seed passed to programs / used for generated cases.
         **task_options: options of a program problem (``cases_dir``, ``dataset``, ``device``,
-            ``n_cases``); ``None`` values are dropped.
+            ``n_cases``, ``allow_unconfined``); ``None`` values are dropped.
 
     Returns:
         The evaluated :class:`State` (valid or not).
@@ -157,7 +157,8 @@ def _cmd_evaluate(args: argparse.Namespace, console: Console) -> int:
     if args.n_cases is not None and args.n_cases < 1:
         raise UsageError(f"--n-cases must be >= 1, got {args.n_cases}")
     path = Path(args.file) if args.file else example_path(args.env_id)
-    options = {"cases_dir": args.cases, "dataset": args.dataset, "device": args.device, "n_cases": args.n_cases}
+    options = {"cases_dir": args.cases, "dataset": args.dataset, "device": args.device, "n_cases": args.n_cases,
+               "allow_unconfined": True if args.allow_unconfined else None}
     state, problem = _evaluate(args.env_id, path, args.timeout, args.seed, **options)
     metrics = {k: v for k, v in state.metadata.items() if k not in ("stdout", "stderr")}
     result = {
@@ -246,6 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--n-cases", type=int, metavar="N", help="AtCoder: number of generated cases (default 150)")
     group.add_argument("--dataset", metavar="NAME", help="denoising: data set (default celltypist-pbmc)")
     group.add_argument("--device", metavar="D", help="kernels: 'cuda' (timed) or 'cpu' (correctness on small shapes)")
+    group.add_argument("--allow-unconfined", action="store_true",
+                       help="kernels, denoising: judge even where bubblewrap cannot run (static checks and an "
+                            "audit hook only; refused with exit 3 otherwise)")
     search_cli.add_parser(sub)
     agents_cli.add_parsers(sub)
     irft_cli.add_parser(sub)

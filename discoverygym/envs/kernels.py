@@ -325,6 +325,8 @@ class KernelTask(ProgramTask):
             case_stderr_us=[c["stderr_us"] for c in cases],
             case_std_us=[c["std_us"] for c in cases],
             case_repeats=[c["n"] for c in cases],
+            case_judge_us=[c.get("judge_us") for c in cases],
+            sandbox=result.get("sandbox"),
             case_scores=means,
             record=self.sota,
             timing=dict(self.timing),
