@@ -21,7 +21,8 @@
 
 /* usage: launcher STATUS_FD AS_BYTES CPU_S FSIZE_BYTES WALL_MS FLAGS WRITE_DIR UID GID PROG [ARGS...]
    FLAGS: 1 = no fork (seccomp), 2 = no sockets/ptrace (seccomp), 4 = Landlock if the kernel has it,
-   8 = Landlock required (exit 122 without it). WRITE_DIR: the only directory the program may
+   8 = Landlock required (exit 122 without it), 16 = signals only to the program and its process
+   group, no pidfd_send_signal/pidfd_getfd/process_vm_readv/writev (seccomp). WRITE_DIR: the only directory the program may
    change (with /dev/null for writing). UID/GID >= 0: switch to them (needs root) before exec.
    PROG is opened before the switch and executed through its descriptor. */
 
@@ -70,9 +71,25 @@ static int landlock_ruleset(const char *dir) {
     return rs;
 }
 
+/* Append to f (at n) a rule for syscall nr: allowed when the low 32 bits of its first argument
+   (the kernel reads a pid_t, an int, there) equal one of the k values, else EPERM. */
+static int only_targets(struct sock_filter *f, int n, unsigned nr, const uint32_t *v, int k) {
+    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, (unsigned char)(k + 3));
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+                                          + 4
+#endif
+                                          );
+    for (int i = 0; i < k; i++)
+        f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, v[i], (unsigned char)(k - i), 0);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    return n;
+}
+
 static int install_filter(int flags) {
 #ifdef ARCH
-    struct sock_filter f[64];
+    struct sock_filter f[128];
     int n = 0;
 #define S(c, k) f[n++] = (struct sock_filter)BPF_STMT(c, k)
 #define J(c, k, t, e) f[n++] = (struct sock_filter)BPF_JUMP(c, k, t, e)
@@ -104,6 +121,25 @@ static int install_filter(int flags) {
         J(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1);
         S(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
         S(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+    }
+    if (flags & 16) {
+        /* Signals only to the program itself (pid = pgid = getpid(), called in the child just
+           before exec) and its process group; threads signal each other with tgkill(own tgid). */
+        uint32_t self = (uint32_t)getpid();
+        uint32_t group[3] = {0, self, (uint32_t)-(int32_t)self};
+        n = only_targets(f, n, __NR_kill, group, 3);
+        n = only_targets(f, n, __NR_rt_sigqueueinfo, group, 3);
+        n = only_targets(f, n, __NR_tgkill, &self, 1);
+        n = only_targets(f, n, __NR_rt_tgsigqueueinfo, &self, 1);
+        n = only_targets(f, n, __NR_tkill, &self, 1);
+#ifdef __NR_pidfd_send_signal
+        DENY(__NR_pidfd_send_signal, EPERM);
+#endif
+#ifdef __NR_pidfd_getfd
+        DENY(__NR_pidfd_getfd, EPERM);
+#endif
+        DENY(__NR_process_vm_readv, EPERM);
+        DENY(__NR_process_vm_writev, EPERM);
     }
     S(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
     struct sock_fprog prog = {(unsigned short)n, f};

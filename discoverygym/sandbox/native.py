@@ -12,14 +12,25 @@ the limits in the child and reports exactly how it ended:
   ``PR_SET_PDEATHSIG``;
 * **Landlock** (Linux 5.13+): the program may create, change or delete files only in its own
   directory (and write to ``/dev/null``); reading stays allowed. From Landlock ABI 6 it also
-  cannot signal, or reach the abstract sockets of, processes outside the sandbox;
+  cannot signal, or reach the abstract sockets of, processes outside the sandbox (signals are
+  confined by the seccomp filter below in any case; abstract sockets need ``socket``, refused);
 * when we are **root** and bubblewrap is not used, the program runs as uid/gid
   :data:`SANDBOX_UID` (``nobody``), in a directory handed to that uid for the run; the executable
   is opened before the switch and run through its descriptor;
 * ``no_new_privs`` and a seccomp filter (x86_64 and aarch64): ``fork``/``vfork`` and ``clone``
   without ``CLONE_THREAD`` fail with ``EPERM`` (threads stay allowed), ``clone3`` with ``ENOSYS``
-  (glibc then falls back to ``clone``), ``socket``/``ptrace`` with ``EPERM``. Compilation uses the
-  same filter without the fork rule (g++ starts cc1plus, as and ld);
+  (glibc then falls back to ``clone``), ``socket``/``ptrace`` with ``EPERM``. For programs (not
+  the compiler) the filter also confines signals, on both backends and whatever the kernel's
+  Landlock ABI: ``kill``/``rt_sigqueueinfo`` only to the program's own pid, its process group
+  (``0``) or ``-pgid`` (the launcher puts the program in a group of its own and writes its pid,
+  read with ``getpid()`` in the child just before ``exec``, into the filter as a constant; only
+  the low 32 bits of the argument are compared, as the kernel reads a ``pid_t``),
+  ``tgkill``/``rt_tgsigqueueinfo``/``tkill`` only with the program's own tgid (so threads signal
+  each other, ``raise`` and ``abort`` work; ``tkill`` to another thread's tid is refused), and
+  ``pidfd_send_signal``, ``pidfd_getfd``, ``process_vm_readv``/``process_vm_writev`` fail with
+  ``EPERM``: a program without Landlock ABI 6 (or without Landlock, ``allow_unconfined``) cannot
+  signal, or read and write the memory of, the user's other processes. Compilation uses the
+  filter without the fork and signal rules (g++ starts and waits for cc1plus, as and ld);
 * a wall-clock deadline: the launcher kills the child's whole process group at ``wall_limit_s``
   and reports wall time (fork to exit, monotonic clock) and user/system CPU time from ``wait4``.
 
@@ -414,7 +425,7 @@ def _launch(program: list[str], limits: NativeLimits, *, binds: list[tuple[str, 
     conf = _confinement(limits)
     launcher = _checked_launcher()
     wall_ms = round((limits.time_limit_s + limits.kill_after_s) * 1000)
-    flags = 2 | (0 if limits.allow_fork else 1) | conf.landlock
+    flags = 2 | (0 if limits.allow_fork else (1 | 16)) | conf.landlock
     status_r, status_w = os.pipe()
     if conf.backend == "bwrap":
         exe = shutil.which("bwrap") or "bwrap"
