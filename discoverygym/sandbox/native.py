@@ -100,7 +100,13 @@ from functools import lru_cache
 from importlib import resources
 
 from discoverygym.errors import BackendUnavailable, SandboxError
-from discoverygym.sandbox._process import choose_backend, kill_group, measure_tree, read_available, remove_tree
+from discoverygym.sandbox._process import (
+    choose_backend,
+    kill_group,
+    measure_tree,
+    read_available,
+    remove_tree,
+)
 from discoverygym.sandbox.probes import (
     NO_BWRAP_ENV,
     NO_LANDLOCK_ENV,
