@@ -4,6 +4,8 @@
 * :func:`read_available`: what a pipe holds now, without blocking;
 * :func:`remove_tree`: remove a work directory whatever a program left in it (never recurses,
   never raises);
+* :func:`measure_tree`: how many entries and bytes a program left below a directory, with a
+  bounded walk (stops past a given count);
 * :func:`choose_backend`: ``"bwrap"`` or ``"fallback"`` from a ``use_bwrap`` setting.
 """
 
@@ -19,7 +21,7 @@ import time
 
 from discoverygym.errors import BackendUnavailable
 
-__all__ = ["choose_backend", "kill_group", "read_available", "remove_tree"]
+__all__ = ["choose_backend", "kill_group", "measure_tree", "read_available", "remove_tree"]
 
 
 def kill_group(proc: subprocess.Popen) -> None:
@@ -212,3 +214,74 @@ def _remove_walk(path: str, deadline: float) -> None:
         os.close(top)
 
 
+
+
+def measure_tree(path: str, max_entries: int, *, timeout_s: float = 30.0) -> tuple[int, int]:
+    """Count the entries (files, directories, links, ...) below ``path`` and the bytes they use.
+
+    The walk is iterative (any depth) and has the same guards as :func:`remove_tree`: it opens
+    directories by name with ``O_NOFOLLOW``, goes back up through ``..`` checked against the
+    recorded device and inode, never leaves the file system, and makes directories of ours that
+    a program made unreadable readable again (so nothing can be hidden below a ``chmod 0``). It
+    stops as soon as more than ``max_entries`` entries were seen, so its work is bounded by
+    ``max_entries`` whatever the program left.
+
+    Args:
+        path: the directory (not counted itself).
+        max_entries: stop counting past this many entries.
+        timeout_s: seconds allowed to the walk.
+
+    Returns:
+        ``(entries, bytes)``: bytes are allocated bytes (``st_blocks * 512``, what the files take
+        on disk). ``entries`` is ``max_entries + 1`` when the walk stopped early: past the count,
+        out of time, a tree that moved, or a directory it could not open (all of which the caller
+        treats as over the limit).
+    """
+    over = max_entries + 1
+    deadline = time.monotonic() + timeout_s
+    entries = used = 0
+    try:
+        cur = os.open(path, _DIR_OPEN)
+    except OSError:
+        return 0, 0
+    try:
+        here = os.fstat(cur)
+        device = here.st_dev
+        stack: list[list] = []  # one frame per level: [inode, subdirectories still to visit]
+        pending = None
+        while True:
+            if pending is None:  # entered a directory: count what it holds
+                pending = []
+                with os.scandir(cur) as listing:
+                    for entry in listing:
+                        entries += 1
+                        if entries > max_entries or time.monotonic() > deadline:
+                            return over, used
+                        info = entry.stat(follow_symlinks=False)
+                        used += info.st_blocks * 512
+                        if stat.S_ISDIR(info.st_mode):
+                            pending.append(entry.name)
+                stack.append([os.fstat(cur).st_ino, pending])
+            frame = stack[-1]
+            if frame[1]:
+                child = _open_dir(frame[1].pop(), cur)
+                if os.fstat(child).st_dev != device:
+                    os.close(child)
+                    return over, used
+                os.close(cur)
+                cur, pending = child, None
+                continue
+            stack.pop()
+            if not stack:
+                return entries, used
+            up = os.open("..", _DIR_OPEN & ~os.O_NOFOLLOW, dir_fd=cur)
+            os.close(cur)
+            cur = up
+            info = os.fstat(cur)
+            if (info.st_dev, info.st_ino) != (device, stack[-1][0]):
+                return over, used
+            pending = stack[-1][1]
+    except OSError:
+        return over, used
+    finally:
+        os.close(cur)

@@ -5,6 +5,10 @@ default, as in the contests) in its own private directory; its stdout is scored 
 the problem's scorer (:func:`discoverygym.rewards.ahc.cases.score_case_output`). Cases run on
 ``min(workers, CPUs available, cases)`` threads (each thread waits on one sandboxed process). With ``stop_on_failure`` (the default, since
 one failed case makes the submission fail) cases not yet started after a failure are skipped.
+A program that leaves more than ``limits.max_files`` files or ``limits.scratch_mb`` MiB in its
+case directory fails that case with ``output_limit`` (rule ``scratch_space``; see
+:mod:`discoverygym.sandbox.native` for what holds during the run on each backend); the case
+directory is removed after every case, with a bounded :func:`remove_tree`.
 """
 
 from __future__ import annotations
@@ -134,6 +138,10 @@ def _judge_case(binary: str, case: Case, rules: ScoringRules, limits: NativeLimi
         with open(input_path, "w", encoding="utf-8") as fh:
             fh.write(case.text)
         run = run_executable(binary, stdin_path=input_path, workdir=workdir, limits=limits)
+        if run.status == "output_limit" and not run.message.startswith("output too large"):
+            # files or bytes left in the working directory (NativeLimits.max_files / scratch_mb)
+            return CaseResult(case.name, "output_limit", message=run.message, rule="scratch_space",
+                              wall_s=run.wall_s, cpu_s=run.cpu_s)
         if run.status == "output_limit":
             message = (f"output too large: more than {limits.output_bytes} bytes, this problem's output cap"
                        " (a valid answer is far smaller)")

@@ -14,16 +14,24 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-/* usage: launcher STATUS_FD AS_BYTES CPU_S FSIZE_BYTES WALL_MS FLAGS WRITE_DIR UID GID PROG [ARGS...]
+/* usage: launcher STATUS_FD AS_BYTES CPU_S FSIZE_BYTES WALL_MS FLAGS WRITE_DIR UID GID MAX_FILES PROG [ARGS...]
    FLAGS: 1 = no fork (seccomp), 2 = no sockets/ptrace (seccomp), 4 = Landlock if the kernel has it,
-   8 = Landlock required (exit 122 without it). WRITE_DIR: the only directory the program may
+   8 = Landlock required (exit 122 without it), 16 = signals only to the program and its process
+   group, no pidfd_send_signal/pidfd_getfd/process_vm_readv/writev (seccomp). WRITE_DIR: the only directory the program may
    change (with /dev/null for writing). UID/GID >= 0: switch to them (needs root) before exec.
-   PROG is opened before the switch and executed through its descriptor. */
+   PROG is opened before the switch and executed through its descriptor. MAX_FILES > 0: WRITE_DIR
+   is a file system of the run's own (bubblewrap's private /tmp tmpfs); its used inodes are
+   polled (statfs, every 10 ms) and the group killed once the program added more than MAX_FILES.
+   With flag 16 the program also gets RLIMIT_NOFILE = NOFILE_CAP.
+   Status line: TIMED_OUT CODE SIGNAL WALL USER SYS MAXRSS_KB FILES_OVER FILES_ADDED (-1: not counted). */
+
+#define NOFILE_CAP 256
 
 #if defined(__x86_64__)
 #define ARCH AUDIT_ARCH_X86_64
@@ -70,9 +78,25 @@ static int landlock_ruleset(const char *dir) {
     return rs;
 }
 
+/* Append to f (at n) a rule for syscall nr: allowed when the low 32 bits of its first argument
+   (the kernel reads a pid_t, an int, there) equal one of the k values, else EPERM. */
+static int only_targets(struct sock_filter *f, int n, unsigned nr, const uint32_t *v, int k) {
+    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, (unsigned char)(k + 3));
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+                                          + 4
+#endif
+                                          );
+    for (int i = 0; i < k; i++)
+        f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, v[i], (unsigned char)(k - i), 0);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    return n;
+}
+
 static int install_filter(int flags) {
 #ifdef ARCH
-    struct sock_filter f[64];
+    struct sock_filter f[128];
     int n = 0;
 #define S(c, k) f[n++] = (struct sock_filter)BPF_STMT(c, k)
 #define J(c, k, t, e) f[n++] = (struct sock_filter)BPF_JUMP(c, k, t, e)
@@ -105,6 +129,25 @@ static int install_filter(int flags) {
         S(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
         S(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
     }
+    if (flags & 16) {
+        /* Signals only to the program itself (pid = pgid = getpid(), called in the child just
+           before exec) and its process group; threads signal each other with tgkill(own tgid). */
+        uint32_t self = (uint32_t)getpid();
+        uint32_t group[3] = {0, self, (uint32_t)-(int32_t)self};
+        n = only_targets(f, n, __NR_kill, group, 3);
+        n = only_targets(f, n, __NR_rt_sigqueueinfo, group, 3);
+        n = only_targets(f, n, __NR_tgkill, &self, 1);
+        n = only_targets(f, n, __NR_rt_tgsigqueueinfo, &self, 1);
+        n = only_targets(f, n, __NR_tkill, &self, 1);
+#ifdef __NR_pidfd_send_signal
+        DENY(__NR_pidfd_send_signal, EPERM);
+#endif
+#ifdef __NR_pidfd_getfd
+        DENY(__NR_pidfd_getfd, EPERM);
+#endif
+        DENY(__NR_process_vm_readv, EPERM);
+        DENY(__NR_process_vm_writev, EPERM);
+    }
     S(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
     struct sock_fprog prog = {(unsigned short)n, f};
     return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
@@ -112,6 +155,13 @@ static int install_filter(int flags) {
     (void)flags;
     return 0;
 #endif
+}
+
+/* Inodes in use on the file system holding dir, -1 when it does not count them. */
+static long long inodes_used(const char *dir) {
+    struct statfs s;
+    if (statfs(dir, &s) != 0 || s.f_files == 0) return -1;
+    return (long long)(s.f_files - s.f_ffree);
 }
 
 static double now(void) {
@@ -126,7 +176,7 @@ static void fail(const char *what) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 11) { fprintf(stderr, "launcher: bad arguments\n"); return 120; }
+    if (argc < 12) { fprintf(stderr, "launcher: bad arguments\n"); return 120; }
     int status_fd = atoi(argv[1]);
     rlim_t as_bytes = strtoull(argv[2], 0, 10), cpu_s = strtoull(argv[3], 0, 10);
     rlim_t fsize = strtoull(argv[4], 0, 10);
@@ -134,7 +184,9 @@ int main(int argc, char **argv) {
     int flags = atoi(argv[6]);
     const char *write_dir = argv[7];
     long uid = atol(argv[8]), gid = atol(argv[9]);
-    char **prog = argv + 10;
+    long long max_files = atoll(argv[10]);
+    char **prog = argv + 11;
+    long long base_inodes = max_files > 0 ? inodes_used(write_dir) : -1;
     pid_t launcher_pid = getpid();
     sigset_t chld, old;
     sigemptyset(&chld);
@@ -152,6 +204,11 @@ int main(int argc, char **argv) {
         r.rlim_cur = cpu_s; r.rlim_max = cpu_s + 1; setrlimit(RLIMIT_CPU, &r);
         r.rlim_cur = r.rlim_max = fsize; setrlimit(RLIMIT_FSIZE, &r);
         r.rlim_cur = r.rlim_max = 0; setrlimit(RLIMIT_CORE, &r);
+        if ((flags & 16) && getrlimit(RLIMIT_NOFILE, &r) == 0) {
+            if (r.rlim_max > NOFILE_CAP) r.rlim_max = NOFILE_CAP;
+            r.rlim_cur = r.rlim_max;
+            setrlimit(RLIMIT_NOFILE, &r);
+        }
         int exe = open(prog[0], O_RDONLY | O_CLOEXEC);
         if (exe < 0) { errno = errno ? errno : ENOENT; fail("open program"); }
         int ruleset = -1;
@@ -173,13 +230,20 @@ int main(int argc, char **argv) {
         _exit(123);
     }
     setpgid(pid, pid);
-    int timed_out = 0, st = 0;
+    int timed_out = 0, files_over = 0, st = 0;
     struct rusage ru;
     memset(&ru, 0, sizeof ru);
     for (;;) {
         pid_t w = wait4(pid, &st, WNOHANG, &ru);
         if (w == pid) break;
         double left = start + wall_ms / 1000.0 - now();
+        if (base_inodes >= 0 && inodes_used(write_dir) - base_inodes > max_files) {
+            files_over = 1;
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            wait4(pid, &st, 0, &ru);
+            break;
+        }
         if (left <= 0) {
             timed_out = 1;
             kill(-pid, SIGKILL);
@@ -187,14 +251,17 @@ int main(int argc, char **argv) {
             wait4(pid, &st, 0, &ru);
             break;
         }
+        if (base_inodes >= 0 && left > 0.01) left = 0.01;
         struct timespec ts = {(time_t)left, (long)((left - (time_t)left) * 1e9)};
         sigtimedwait(&chld, 0, &ts);
     }
     double wall = now() - start;
     kill(-pid, SIGKILL); /* leftovers of the group (compiler helpers) */
     int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1, sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-    dprintf(status_fd, "%d %d %d %.6f %.6f %.6f %ld\n", timed_out, code, sig, wall,
+    long long added = base_inodes >= 0 ? inodes_used(write_dir) - base_inodes : -1;
+    if (base_inodes >= 0 && added > max_files) files_over = 1;
+    dprintf(status_fd, "%d %d %d %.6f %.6f %.6f %ld %d %lld\n", timed_out, code, sig, wall,
             ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6,
-            ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6, ru.ru_maxrss);
+            ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6, ru.ru_maxrss, files_over, added);
     return 0;
 }

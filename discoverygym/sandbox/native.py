@@ -12,14 +12,25 @@ the limits in the child and reports exactly how it ended:
   ``PR_SET_PDEATHSIG``;
 * **Landlock** (Linux 5.13+): the program may create, change or delete files only in its own
   directory (and write to ``/dev/null``); reading stays allowed. From Landlock ABI 6 it also
-  cannot signal, or reach the abstract sockets of, processes outside the sandbox;
+  cannot signal, or reach the abstract sockets of, processes outside the sandbox (signals are
+  confined by the seccomp filter below in any case; abstract sockets need ``socket``, refused);
 * when we are **root** and bubblewrap is not used, the program runs as uid/gid
   :data:`SANDBOX_UID` (``nobody``), in a directory handed to that uid for the run; the executable
   is opened before the switch and run through its descriptor;
 * ``no_new_privs`` and a seccomp filter (x86_64 and aarch64): ``fork``/``vfork`` and ``clone``
   without ``CLONE_THREAD`` fail with ``EPERM`` (threads stay allowed), ``clone3`` with ``ENOSYS``
-  (glibc then falls back to ``clone``), ``socket``/``ptrace`` with ``EPERM``. Compilation uses the
-  same filter without the fork rule (g++ starts cc1plus, as and ld);
+  (glibc then falls back to ``clone``), ``socket``/``ptrace`` with ``EPERM``. For programs (not
+  the compiler) the filter also confines signals, on both backends and whatever the kernel's
+  Landlock ABI: ``kill``/``rt_sigqueueinfo`` only to the program's own pid, its process group
+  (``0``) or ``-pgid`` (the launcher puts the program in a group of its own and writes its pid,
+  read with ``getpid()`` in the child just before ``exec``, into the filter as a constant; only
+  the low 32 bits of the argument are compared, as the kernel reads a ``pid_t``),
+  ``tgkill``/``rt_tgsigqueueinfo``/``tkill`` only with the program's own tgid (so threads signal
+  each other, ``raise`` and ``abort`` work; ``tkill`` to another thread's tid is refused), and
+  ``pidfd_send_signal``, ``pidfd_getfd``, ``process_vm_readv``/``process_vm_writev`` fail with
+  ``EPERM``: a program without Landlock ABI 6 (or without Landlock, ``allow_unconfined``) cannot
+  signal, or read and write the memory of, the user's other processes. Compilation uses the
+  filter without the fork and signal rules (g++ starts and waits for cc1plus, as and ld);
 * a wall-clock deadline: the launcher kills the child's whole process group at ``wall_limit_s``
   and reports wall time (fork to exit, monotonic clock) and user/system CPU time from ``wait4``.
 
@@ -38,18 +49,33 @@ The parent never follows a path the program could have changed: stdout and stder
 creates (``O_NOFOLLOW``, outside the program's writable directory) and reads back, at most
 ``output_bytes``, through its own descriptors (:attr:`NativeResult.stdout`).
 
-What a program may write is bounded as follows. Under bubblewrap its only writable place is the
-private ``/tmp``, a tmpfs (RAM, not counted by ``RLIMIT_AS``) capped at
-:attr:`NativeLimits.scratch_mb` with ``bwrap --size`` (bubblewrap 0.5+; an older bwrap mounts it
-without a cap), and the sandbox's root and ``/dev`` tmpfs are remounted read-only (they would
-otherwise be writable where Landlock is missing); everything is freed when the sandbox ends. The
-number of inodes (files, directories) on that tmpfs is not capped, only by the time limit.
-Without bubblewrap the program writes to disk below ``workdir/box``: ``RLIMIT_FSIZE`` caps each
-file at ``output_bytes``, but there is **no total quota** (no per-directory quota exists without
-privileges), so within its time limit a program can fill the disk at disk speed (about 0.8 GB
-in 1.2 s was measured) or build arbitrarily deep directory trees; the caller removes the tree
-right after the run with :func:`remove_tree` (iterative, so depth cannot crash it). Where that
-matters, use bubblewrap.
+What a program may write is bounded as follows (runs, not compilation; :attr:`NativeLimits.max_files`
+and :attr:`NativeLimits.scratch_mb`; over a cap the run's verdict is ``output_limit`` with a message
+naming the limit, the judge fails that case alone and removes its directory as usual). Each
+program holds at most 256 open descriptors (``RLIMIT_NOFILE``), so files it unlinks but keeps
+open (invisible to any count, freed when it dies) are bounded by 256 x ``output_bytes``.
+
+* Under bubblewrap its only writable place is the private ``/tmp``, a tmpfs (RAM, not counted by
+  ``RLIMIT_AS``) capped at ``scratch_mb`` with ``bwrap --size`` (bubblewrap 0.5+; an older bwrap
+  mounts it without a cap): writes past it fail with ``ENOSPC`` while it runs. ``--size`` caps
+  bytes only, not inodes (each costs kernel memory outside the size), so the launcher reads the
+  tmpfs's used inodes with ``statfs`` before the run, every 10 ms during it and after it, and
+  kills the program once it has added more than ``max_files`` (the count can overshoot by what
+  the program creates in 10 ms before the kill). The sandbox's root and ``/dev`` tmpfs are
+  remounted read-only (they would otherwise be writable where Landlock is missing); everything
+  is freed when the sandbox ends.
+* Without bubblewrap the program writes to disk below ``workdir/box``: ``RLIMIT_FSIZE`` caps each
+  file at ``output_bytes`` while it runs, but there is **no total quota during the run** (no
+  per-directory quota or inode limit exists without privileges): within its time limit a
+  program can still fill the disk at disk speed (about 0.8 GB in 1.2 s was measured) or create
+  files as fast as the file system allows. After the run (the program and its group dead)
+  the parent counts what it left with :func:`~discoverygym.sandbox._process.measure_tree`, an
+  iterative walk that stops past ``max_files`` entries (so its work is bounded whatever was
+  left; unreadable directories are made readable, links are not followed): more than
+  ``max_files`` entries or ``scratch_mb`` of allocated bytes fails the run. The caller removes
+  the tree right after with :func:`remove_tree` (iterative, so depth cannot crash it, and time
+  bounded: 120 s for the walk, then ``rm -rf`` under the same timeout). Where the disk matters
+  during the run, use bubblewrap.
 
 Root is not confined by ``RLIMIT_NPROC``, so the fork rule is seccomp's. Where seccomp is not
 available (other architectures) forks are still contained by the pid namespace and the
@@ -74,7 +100,13 @@ from functools import lru_cache
 from importlib import resources
 
 from discoverygym.errors import BackendUnavailable, SandboxError
-from discoverygym.sandbox._process import choose_backend, kill_group, read_available, remove_tree
+from discoverygym.sandbox._process import (
+    choose_backend,
+    kill_group,
+    measure_tree,
+    read_available,
+    remove_tree,
+)
 from discoverygym.sandbox.probes import (
     NO_BWRAP_ENV,
     NO_LANDLOCK_ENV,
@@ -127,7 +159,12 @@ class NativeLimits:
         scratch_mb: size in MiB of the program's private ``/tmp`` under bubblewrap (a tmpfs, so
             held in RAM outside ``memory_mb``): writing more fails with ``ENOSPC``. Without
             bubblewrap files go to disk in the work directory and only ``RLIMIT_FSIZE`` (per
-            file) bounds them (see the module notes).
+            file) bounds them while it runs; what it leaves there is checked after the run: more
+            than ``scratch_mb`` is the verdict ``output_limit`` (see the module notes).
+        max_files: most files, directories and links a program may create in its working
+            directory (``output_limit`` past it). Under bubblewrap the launcher watches the private
+            ``/tmp``'s inode count while the program runs and kills it past the cap; without
+            bubblewrap what it left is counted after the run. Compilation is not capped.
 
     Raises:
         ValueError: a limit that is not a positive finite number (or out of its range).
@@ -142,13 +179,14 @@ class NativeLimits:
     use_bwrap: bool | None = None
     allow_unconfined: bool = False
     scratch_mb: int = 256
+    max_files: int = 10_000
 
     def __post_init__(self) -> None:
         for name in ("time_limit_s", "kill_after_s"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise TypeError(f"{name} must be a number of seconds, got {value!r}")
-        for name in ("memory_mb", "output_bytes", "scratch_mb"):
+        for name in ("memory_mb", "output_bytes", "scratch_mb", "max_files"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"{name} must be an int, got {value!r}")
@@ -160,6 +198,8 @@ class NativeLimits:
             raise ValueError("memory_mb must be in [16, 2^24] and output_bytes in [1, 2^40]")
         if not 1 <= self.scratch_mb <= 1 << 24:
             raise ValueError(f"scratch_mb must be in [1, 2^24], got {self.scratch_mb}")
+        if not 1 <= self.max_files <= 1 << 40:
+            raise ValueError(f"max_files must be in [1, 2^40], got {self.max_files}")
 
 
 @dataclass
@@ -404,23 +444,27 @@ def _pread_all(fd: int, size: int, offset: int = 0) -> bytes:
 
 def _launch(program: list[str], limits: NativeLimits, *, binds: list[tuple[str, str, str]],
             chdir_bwrap: str, cwd_fallback: str, stdin_path: str | None, stdout_path: str,
-            stderr_path: str, tmpdir_fallback: str | None = None, tail_bytes: int = 2000) -> NativeResult:
+            stderr_path: str, tmpdir_fallback: str | None = None, tail_bytes: int = 2000,
+            count_files: bool = False) -> NativeResult:
     """Run ``program`` (paths as seen inside the sandbox under bwrap) through the launcher.
 
     Under bwrap the program may change files only below ``chdir_bwrap`` (inside the sandbox);
     otherwise only below ``cwd_fallback`` (Landlock), which becomes the sandbox uid's when we are
     root. stdout and stderr are files opened here; they are read back through these descriptors.
+    With ``count_files`` the files the program creates count against ``limits.max_files`` (and,
+    without bwrap, the bytes it leaves against ``limits.scratch_mb``).
     """
     conf = _confinement(limits)
     launcher = _checked_launcher()
     wall_ms = round((limits.time_limit_s + limits.kill_after_s) * 1000)
-    flags = 2 | (0 if limits.allow_fork else 1) | conf.landlock
+    flags = 2 | (0 if limits.allow_fork else (1 | 16)) | conf.landlock
     status_r, status_w = os.pipe()
     if conf.backend == "bwrap":
         exe = shutil.which("bwrap") or "bwrap"
         binds = [*binds, ("--ro-bind", launcher, "/.launcher")]
         head = [str(status_w), str(limits.memory_mb << 20), str(int(limits.time_limit_s) + 1),
-                str(limits.output_bytes + 1), str(wall_ms), str(flags), chdir_bwrap, "-1", "-1"]
+                str(limits.output_bytes + 1), str(wall_ms), str(flags), chdir_bwrap, "-1", "-1",
+                str(limits.max_files if count_files else -1)]
         cmd = [*_bwrap_args(exe, binds, chdir_bwrap, limits.scratch_mb << 20), "/.launcher", *head, *program]
         env = _env(chdir_bwrap, chdir_bwrap)
     else:
@@ -428,7 +472,7 @@ def _launch(program: list[str], limits: NativeLimits, *, binds: list[tuple[str, 
             os.chown(cwd_fallback, conf.uid, conf.gid)
         head = [str(status_w), str(limits.memory_mb << 20), str(int(limits.time_limit_s) + 1),
                 str(limits.output_bytes + 1), str(wall_ms), str(flags), cwd_fallback,
-                str(conf.uid), str(conf.gid)]
+                str(conf.uid), str(conf.gid), "-1"]
         cmd = [launcher, *head, *program]
         env = _env(cwd_fallback, tmpdir_fallback or cwd_fallback)
     with contextlib.ExitStack() as stack:
@@ -461,21 +505,31 @@ def _launch(program: list[str], limits: NativeLimits, *, binds: list[tuple[str, 
         err_size = os.fstat(err).st_size
         start = max(0, min(err_size, limits.output_bytes + 1) - tail_bytes)
         stderr_tail = _pread_all(err, tail_bytes, start).decode("utf-8", "replace")
+    left = None
+    if count_files and conf.backend != "bwrap" and len(status_line) == 9:
+        _reclaim(cwd_fallback)
+        left = measure_tree(cwd_fallback, limits.max_files)
     result = _verdict(status_line, limits, stdout_path, stderr_tail, conf.backend, proc.returncode,
-                      out_size > limits.output_bytes or err_size > limits.output_bytes)
+                      out_size > limits.output_bytes or err_size > limits.output_bytes, left)
     result.stdout = stdout
     return result
 
 
 def _verdict(status: list[str], limits: NativeLimits, stdout_path: str, stderr: str, backend: str,
-             returncode: int | None, too_much_output: bool = False) -> NativeResult:
-    """Turn the launcher's status line into a :class:`NativeResult` verdict."""
-    if len(status) != 7:
+             returncode: int | None, too_much_output: bool = False,
+             left: tuple[int, int] | None = None) -> NativeResult:
+    """Turn the launcher's status line into a :class:`NativeResult` verdict.
+
+    ``left``: ``(entries, bytes)`` the program left in its working directory (fallback backend).
+    """
+    if len(status) != 9:
         why = f"the sandbox ended abnormally (exit {returncode}): {stderr.strip()[-500:]}"
         return NativeResult("sandbox_error", why, None, None, 0.0, 0.0, 0.0, stdout_path, stderr, backend)
     timed_out, code, sig = int(status[0]), int(status[1]), int(status[2])
     wall, cpu = float(status[3]), float(status[4]) + float(status[5])
     rss = int(status[6]) / 1024.0
+    files_over = status[7] == "1" or (left is not None and left[0] > limits.max_files)
+    bytes_over = left is not None and left[1] > limits.scratch_mb << 20
     exit_code, signum = (code if sig == 0 else None), (sig or None)
     limit = limits.time_limit_s
     if timed_out or wall > limit or cpu > limit or signum == signal.SIGXCPU:
@@ -484,6 +538,12 @@ def _verdict(status: list[str], limits: NativeLimits, stdout_path: str, stderr: 
     elif signum == signal.SIGXFSZ or too_much_output:
         state, msg = "output_limit", (f"output too large: more than {limits.output_bytes} bytes"
                                       + (" (killed by SIGXFSZ)" if signum == signal.SIGXFSZ else ""))
+    elif files_over:
+        state, msg = "output_limit", (f"the program created more than {limits.max_files} files or directories"
+                                      f" in its working directory (limit max_files={limits.max_files})")
+    elif bytes_over:
+        state, msg = "output_limit", (f"the program left {left[1]} bytes of files in its working directory,"
+                                      f" more than {limits.scratch_mb} MiB (limit scratch_mb)")
     elif code in (122, 123, 124) and "launcher:" in stderr:
         state, msg = "sandbox_error", f"the sandbox could not start the program: {stderr.strip()[-300:]}"
     elif exit_code == 0:
@@ -617,7 +677,7 @@ def run_executable(binary: str, *, stdin_path: str, workdir: str,
         return _launch([inside], limits, binds=[("--ro-bind", os.path.abspath(binary), "/.prog")],
                        chdir_bwrap="/tmp", cwd_fallback=box if backend != "bwrap" else workdir,
                        stdin_path=stdin_path, stdout_path=os.path.join(workdir, "stdout.txt"),
-                       stderr_path=os.path.join(workdir, "stderr.txt"))
+                       stderr_path=os.path.join(workdir, "stderr.txt"), count_files=True)
     finally:
         if backend != "bwrap":
             _reclaim(box)

@@ -249,3 +249,113 @@ def test_scratch_limit_is_validated():
         NativeLimits(scratch_mb=0)
     with pytest.raises(TypeError):
         NativeLimits(scratch_mb=1.5)
+
+
+# Creates N empty files (half of them directories) in its working directory, or, given "B N",
+# N files of 1 MiB; prints how many it made, then how many descriptors it could hold open.
+MANY_FILES = r"""
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+int main(){
+  char kind; long n; if (scanf(" %c %ld", &kind, &n) != 2) return 3;
+  static char buf[1 << 20]; memset(buf, 'b', sizeof buf);
+  long made = 0;
+  for (long i = 0; i < n; i++) {
+    char name[32]; snprintf(name, sizeof name, "e%ld", i);
+    if (kind == 'F' && (i % 2 ? mkdir(name, 0755) : close(open(name, O_WRONLY | O_CREAT, 0644)))) break;
+    if (kind == 'B') { int fd = open(name, O_WRONLY | O_CREAT, 0644); if (fd < 0) break;
+      ssize_t w = write(fd, buf, sizeof buf); close(fd); if (w != (ssize_t)sizeof buf) break; }
+    made++;
+  }
+  int fds = 0; while (fds < 4096 && open("/dev/null", O_RDONLY) >= 0) fds++;
+  printf("%ld %d\n", made, fds);
+}
+"""
+
+
+class _FirstNumberRules:
+    """Scores a case by the first number the program printed."""
+
+    @staticmethod
+    def parse_input(text):
+        return text
+
+    @staticmethod
+    def score_output(inp, text):
+        return int(text.split()[0])
+
+
+def _run_many(tmp_path, use_bwrap, text, **limits):
+    folder = tmp_path / f"b{len(list(tmp_path.iterdir()))}"
+    folder.mkdir()
+    built = compile_cpp(MANY_FILES, str(folder), use_bwrap=use_bwrap)
+    assert built.ok, built.log
+    (folder / "in.txt").write_text(text)
+    (folder / "run").mkdir()
+    return run_executable(built.binary, stdin_path=str(folder / "in.txt"), workdir=str(folder / "run"),
+                          limits=NativeLimits(use_bwrap=use_bwrap, time_limit_s=10.0, **limits))
+
+
+@needs_gpp
+@pytest.mark.parametrize("use_bwrap", BACKENDS)
+def test_program_creating_too_many_files_fails_with_output_limit(tmp_path, use_bwrap):
+    """12,000 files and directories: over the default cap (10,000); 2,000 are fine."""
+    result = _run_many(tmp_path, use_bwrap, "F 12000\n")
+    assert result.status == "output_limit", result
+    assert "more than 10000 files" in result.message and "max_files" in result.message
+    fine = _run_many(tmp_path, use_bwrap, "F 2000\n")
+    assert fine.ok, fine
+    made, fds = map(int, fine.stdout.split())
+    assert made == 2000 and fds < 256  # RLIMIT_NOFILE: 256 descriptors at most
+
+
+@needs_gpp
+@pytest.mark.parametrize("use_bwrap", BACKENDS)
+def test_program_leaving_more_bytes_than_scratch_mb_fails(tmp_path, use_bwrap):
+    """8 files of 1 MiB with scratch_mb=4: under bwrap the tmpfs refuses the rest (ENOSPC, the program
+    may go on); without it the files reach the disk and the run fails after it."""
+    result = _run_many(tmp_path, use_bwrap, "B 8\n", scratch_mb=4)
+    if use_bwrap:
+        assert result.ok and int(result.stdout.split()[0]) <= 4, result
+    else:
+        assert result.status == "output_limit", result
+        assert "more than 4 MiB" in result.message and "scratch_mb" in result.message
+
+
+@needs_gpp
+@pytest.mark.parametrize("use_bwrap", BACKENDS)
+def test_judge_fails_only_the_case_with_too_many_files_and_removes_it(private_tmp, use_bwrap):
+    cases = [Case("many", "F 12000\n"), Case("few", "F 10\n")]
+    report = judge_program(MANY_FILES, cases, _FirstNumberRules, workers=1, stop_on_failure=False,
+                           limits=NativeLimits(use_bwrap=use_bwrap, time_limit_s=10.0))
+    assert report.compiled, report.compile_log
+    assert [c.verdict for c in report.cases] == ["output_limit", "accepted"], report.cases
+    assert "more than 10000 files" in report.cases[0].message, report.cases[0]
+    assert report.cases[1].score == 10
+    assert _leftovers(private_tmp) == [] and ahc_judge._live_roots == set()
+
+
+def test_measure_tree_counts_everything_and_stops_past_the_cap(tmp_path):
+    root = tmp_path / "tree"
+    root.mkdir()
+    _make_chain(str(root), DEPTH)  # DEPTH directories and DEPTH one-byte files
+    (root / "locked").mkdir()
+    (root / "locked" / "hidden").write_bytes(b"x" * 10000)
+    (root / "link").symlink_to(tmp_path)  # counted, never followed
+    os.chmod(root / "locked", 0)
+    try:
+        entries, used = _process.measure_tree(str(root), 10 ** 6)
+        assert entries == 2 * DEPTH + 3
+        assert used >= 10000
+        assert _process.measure_tree(str(root), 100)[0] == 101
+        assert _process.measure_tree(str(tmp_path / "missing"), 10) == (0, 0)
+    finally:
+        remove_tree(str(root))
+
+
+def test_max_files_is_validated():
+    with pytest.raises(ValueError, match="max_files"):
+        NativeLimits(max_files=0)

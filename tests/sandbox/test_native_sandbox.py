@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -286,3 +287,67 @@ def test_limits_must_be_finite():
             NativeLimits(time_limit_s=bad)
     with pytest.raises(TypeError):
         NativeLimits(memory_mb=2.5)
+
+
+# --------------------------------------------------------------------------- signals
+SIGNALS = r"""
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <thread>
+#include <unistd.h>
+static volatile sig_atomic_t got = 0;
+static void on(int) { got++; }
+static const char *r(long v) { return v == 0 ? "ok" : (errno == EPERM ? "EPERM" : "other"); }
+int main() {
+    long target; if (scanf("%ld", &target) != 1) return 3;
+    signal(SIGUSR1, on);
+    printf("other %s\n", r(kill((pid_t)target, SIGTERM)));
+    printf("all %s\n", r(kill(-1, 0)));
+    printf("parent %s\n", r(kill(getppid(), 0)));
+    printf("self %s\n", r(kill(getpid(), SIGUSR1)));
+    printf("group %s\n", r(kill(0, SIGUSR1)));
+    printf("own_group %s\n", r(kill(-getpgrp(), SIGUSR1)));
+    printf("raise %s\n", r(raise(SIGUSR1)));
+    /* a raw kill whose upper 32 bits are set: the kernel reads an int, so must the filter */
+    printf("wide %s\n", r(syscall(SYS_kill, (long)(0x100000000L | (unsigned)target), 0)));
+    std::thread t([]{ for (int i = 0; i < 200 && got < 5; i++) usleep(1000); });
+    printf("thread %s\n", pthread_kill(t.native_handle(), SIGUSR1) == 0 ? "ok" : "refused");
+    t.join();
+    printf("got %d\n", (int)got);
+}
+"""
+
+
+@pytest.mark.parametrize("landlock", [pytest.param(False, id="no-landlock"), pytest.param(True, id="landlock")])
+@pytest.mark.parametrize("use_bwrap", BACKENDS)
+def test_program_cannot_signal_other_processes(tmp_path, monkeypatch, use_bwrap, landlock):
+    """kill/tgkill/... reach only the program itself and its process group, whatever Landlock offers.
+
+    Landlock scopes signals only from ABI 6; without it (forced here with NO_LANDLOCK + allow_unconfined,
+    so the test does not depend on this kernel) a fallback program could SIGTERM the user's processes.
+    The sleeper runs as the uid the program runs as (``nobody`` when we are root), so only the
+    sandbox can stop the signal.
+    """
+    binary = _compile(tmp_path, "signals", SIGNALS, use_bwrap)
+    os.chmod(os.path.dirname(binary), 0o755)
+    if not landlock:
+        monkeypatch.setenv(NO_LANDLOCK_ENV, "1")
+    as_nobody = os.geteuid() == 0 and not use_bwrap and native._sandbox_id_mapped()
+    sleeper = subprocess.Popen(["sleep", "300"], start_new_session=True,
+                               **({"user": native.SANDBOX_UID, "group": native.SANDBOX_UID} if as_nobody else {}))
+    try:
+        result = _run_on(tmp_path, binary, f"{sleeper.pid}\n", use_bwrap, allow_unconfined=True)
+        assert result.ok, result
+        lines = dict(line.split() for line in result.stdout.decode().splitlines())
+        assert sleeper.poll() is None, "the program killed a process outside the sandbox"
+        assert lines["other"] != "ok" and lines["all"] != "ok" and lines["parent"] != "ok", lines
+        assert lines["wide"] != "ok", lines
+        for name in ("self", "group", "own_group", "raise", "thread"):
+            assert lines[name] == "ok", lines
+        assert int(lines["got"]) == 5, lines
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -40,7 +40,9 @@ class CaseResult:
         case: case name.
         verdict: ``"accepted"``, ``"wrong_answer"`` (a rule broken; ``rule`` names it),
             ``"time_limit"``, ``"runtime_error"``, ``"memory_limit"``, ``"output_limit"`` (output
-            over the problem's cap: score 0, rule ``output_size``),
+            over the problem's cap: score 0, rule ``output_size``; or more files or bytes left in
+            the working directory than ``NativeLimits.max_files``/``scratch_mb``: rule
+            ``scratch_space``),
             ``"sandbox_error"`` or ``"skipped"`` (not run after an earlier failure).
         score: the case score (int) when accepted, else ``None``.
         message: the reason when not accepted.
