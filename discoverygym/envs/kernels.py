@@ -130,7 +130,7 @@ class KernelTask(ProgramTask):
         if int(max_repeats) < 1:
             raise ValueError(f"max_repeats must be >= 1, got {max_repeats!r}")
         if not isinstance(allow_unconfined, bool):
-            raise ValueError(f"allow_unconfined must be True or False, got {allow_unconfined!r}")
+            raise ValueError(f"allow_unconfined must be True or False, got {allow_unconfined!r}")  # noqa: TRY004
         self.allow_unconfined = allow_unconfined
         if cases_dir is not None or dataset is not None:
             raise ValueError(f"{self.title} generates its cases from seeds; cases_dir/dataset are not used")

@@ -51,6 +51,18 @@ def read_available(fd: int, size: int = 65536) -> bytes:
         return b""
 
 
+def bwrap_usr_args() -> list[str]:
+    """bubblewrap arguments showing ``/usr`` read-only plus the ``/bin``, ``/sbin``, ``/lib*`` tops
+    (as the same symbolic links where they are links, read-only binds where they are directories)."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    return args
+
+
 def choose_backend(use_bwrap: bool | None, bwrap_works: bool, why_not: str) -> str:
     """The backend of a run: ``"bwrap"`` or ``"fallback"``.
 

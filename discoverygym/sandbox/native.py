@@ -101,6 +101,7 @@ from importlib import resources
 
 from discoverygym.errors import BackendUnavailable, SandboxError
 from discoverygym.sandbox._process import (
+    bwrap_usr_args,
     choose_backend,
     kill_group,
     measure_tree,
@@ -290,12 +291,7 @@ def _bwrap_args(exe: str, binds: list[tuple[str, str, str]], chdir: str = "/tmp"
             "--unshare-uts", "--unshare-net", "--unshare-cgroup-try"]
     if os.geteuid() == 0:
         args += ["--cap-drop", "ALL"]
-    args += ["--ro-bind", "/usr", "/usr"]
-    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
-        if os.path.islink(top):
-            args += ["--symlink", os.readlink(top), top]
-        elif os.path.isdir(top):
-            args += ["--ro-bind", top, top]
+    args += bwrap_usr_args()
     args += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache", "--dev", "/dev", "--proc", "/proc"]
     if bwrap_has_size():
         args += ["--size", str(int(tmp_bytes))]

@@ -289,8 +289,8 @@ def violations(source: str, entry: str = "custom_kernel") -> list[str]:
     for lineno, line in enumerate(source.splitlines()[:2], 1):
         m = _COOKIE.match(line)
         if m and m.group(1).lower().replace("_", "-") not in ("utf-8", "utf8"):
-            return [f"line {lineno}: the source encoding declaration {m.group(1)!r} is not allowed "
-                    "(programs are UTF-8: what is checked must be what runs)"]
+            return [(f"line {lineno}: the source encoding declaration {m.group(1)!r} is not allowed "
+                     "(programs are UTF-8: what is checked must be what runs)")]
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:

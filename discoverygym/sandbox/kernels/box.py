@@ -38,7 +38,7 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from discoverygym.sandbox._process import remove_tree
+from discoverygym.sandbox._process import bwrap_usr_args, remove_tree
 from discoverygym.sandbox.probes import switched_off
 
 __all__ = ["WRITABLE", "as_sandbox_user", "available", "command", "gpu_device_nodes", "sandbox_uid"]
@@ -109,12 +109,7 @@ def command(workdir: str, *, network: bool = False) -> list[str]:
         args.append("--unshare-net")
     if os.geteuid() == 0:
         args += ["--cap-drop", "ALL"]
-    args += ["--ro-bind", "/usr", "/usr"]
-    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
-        if os.path.islink(top):
-            args += ["--symlink", os.readlink(top), top]
-        elif os.path.isdir(top):
-            args += ["--ro-bind", top, top]
+    args += bwrap_usr_args()
     args += ["--ro-bind", "/etc", "/etc", "--ro-bind-try", "/sys", "/sys", "--dev", "/dev", "--proc", "/proc",
              "--tmpfs", "/tmp"]
     for node in gpu_device_nodes():

@@ -15,6 +15,7 @@ nothing it reports is trusted. See :mod:`discoverygym.sandbox.kernels`.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import sys
@@ -187,6 +188,7 @@ def _make_candidate_hook(work: str, candidate: str):
     Everything it uses is bound through default arguments (no globals).
     """
     self_dir = f"/proc/{os.getpid()}"
+    stdlib = _stdlib_dirs()
     allowed = tuple(os.path.join(work, d) for d in _WRITABLE)
 
     def absolute(path, _getcwd=os.getcwd, _join=os.path.join, _norm=os.path.normpath):
@@ -204,7 +206,7 @@ def _make_candidate_hook(work: str, candidate: str):
         full = _absolute(path)
         return full is None or not _other(full, _self)  # self, thread-self, driver, cpuinfo...
 
-    def trusted(_getframe=sys._getframe, _parts=_TRUSTED_PARTS, _stdlib=_stdlib_dirs(), _work=work):
+    def trusted(_getframe=sys._getframe, _parts=_TRUSTED_PARTS, _stdlib=stdlib, _work=work):
         # The first frame above the event that is not the standard library decides: Triton's or
         # Inductor's own installed code is trusted; anything else (the candidate, code loaded
         # from a cache or work directory, code compiled from a string) is not, even when a
@@ -212,7 +214,7 @@ def _make_candidate_hook(work: str, candidate: str):
         f = _getframe(2)
         while f is not None:
             name = f.f_code.co_filename
-            if name.startswith(_work) or name.startswith("<"):
+            if name.startswith((_work, "<")):
                 return False
             if any(p in name for p in _parts):
                 return True
@@ -346,7 +348,7 @@ def _run(job: dict, work: Path, chan: Channel) -> dict:
             for name, t in _parts(value, problem, label):
                 if type(t) is not torch.Tensor or not t.is_floating_point():
                     raise _Fail(f"{label}: during timing, {name} is not a floating torch.Tensor")
-                sketches.append([x if x == x and abs(x) != float("inf") else None
+                sketches.append([x if math.isfinite(x) else None
                                  for x in sketch(t, int(msg["sketch_seed"]))])
             _sync(device)
             chan.send({"done": msg.get("go"), "us": float(us), "sketch": sketches})

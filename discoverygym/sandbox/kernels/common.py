@@ -14,9 +14,21 @@ import time
 import traceback
 from typing import Any
 
-__all__ = ["MAX_MESSAGE_BYTES", "PARTS", "SKETCHES", "VERDICT_PREFIX", "Channel", "failure_result",
-           "bind_lifetime", "fresh_seed", "plan", "problem_functions", "require_device", "sketch",
-           "sketch_bound"]
+__all__ = [
+    "MAX_MESSAGE_BYTES",
+    "PARTS",
+    "SKETCHES",
+    "VERDICT_PREFIX",
+    "Channel",
+    "bind_lifetime",
+    "failure_result",
+    "fresh_seed",
+    "plan",
+    "problem_functions",
+    "require_device",
+    "sketch",
+    "sketch_bound",
+]
 
 #: longest line either side of the candidate <-> judge channel may send (a longer one is malformed).
 MAX_MESSAGE_BYTES = 1 << 16
@@ -231,8 +243,8 @@ def bind_lifetime(parent_pid: int, cpu_s: float) -> None:
         prctl(libc(), 1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     if parent_pid and os.getppid() != parent_pid:
         os._exit(70)
-    limit = max(1, int(math.ceil(cpu_s)))
-    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    limit = max(1, math.ceil(cpu_s))
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
     resource.setrlimit(resource.RLIMIT_CPU, (limit, limit))
