@@ -36,7 +36,7 @@ class CEMLearner:
     def update(self, batch) -> dict:
         """Refit to the elite of the batch's rollouts (all groups, dropped ones included)."""
         actions = np.asarray([s.action for s in batch.samples], dtype=np.float64)
-        k = max(1, int(round(self.elite_frac * len(actions))))
+        k = max(1, round(self.elite_frac * len(actions)))
         elite = actions[np.argsort(-batch.rewards.numpy(), kind="stable")[:k]]
         self.mean = (1 - self.alpha) * self.mean + self.alpha * elite.mean(0)
         self.sigma = max(self.sigma_min, float((elite - elite.mean(0)).std()))
