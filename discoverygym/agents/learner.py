@@ -33,7 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import torch
 
-from discoverygym.agents.losses import importance_sampling_loss, token_advantages
+from discoverygym.agents.losses import Loss, importance_sampling_loss, token_advantages
 from discoverygym.agents.policies import TrainablePolicy
 from discoverygym.policy import SamplingContext
 
@@ -69,6 +69,9 @@ class NumericLearner:
         policy: the trainable policy (e.g. :class:`~discoverygym.agents.policies.gaussian.GaussianPolicy`);
             its ``token_logprobs`` are ``[B, U]`` float64 over the construction's U units.
         lr, adam_beta1, adam_beta2, adam_eps: Adam settings.
+        loss: the loss seam (:class:`~discoverygym.agents.losses.Loss`); default
+            :func:`~discoverygym.agents.losses.importance_sampling_loss`. Also settable later as
+            ``learner.loss`` (the trainer does so for ``Trainer(loss=...)``).
 
     ``train_step`` is the same loss as the LLM learners (:func:`~discoverygym.agents.losses.token_advantages`
     with λ, then :func:`~discoverygym.agents.losses.importance_sampling_loss`, summed, unclipped) with
@@ -76,8 +79,9 @@ class NumericLearner:
     """
 
     def __init__(self, policy: TrainablePolicy, *, lr: float, adam_beta1: float = 0.9, adam_beta2: float = 0.95,
-                 adam_eps: float = 1e-8) -> None:
+                 adam_eps: float = 1e-8, loss: Loss | None = None) -> None:
         self.policy = policy
+        self.loss: Loss = loss or importance_sampling_loss
         self.name = getattr(policy, "name", type(policy).__name__)
         self.action_modes = getattr(policy, "action_modes", ("construction",))
         self.reference = policy.reference()
@@ -105,7 +109,7 @@ class NumericLearner:
             base_lp = self.reference.token_logprobs(samples)
         a_tok, delta = token_advantages(torch.as_tensor(advantages), old_lp, base_lp, mask, kl_coef, noise=0.0)
         new_lp = self.policy.token_logprobs(samples)
-        loss = importance_sampling_loss(new_lp, old_lp, a_tok, mask)
+        loss = self.loss(new_lp, old_lp, a_tok, mask)
         self.optimizer.zero_grad()
         loss.backward()
         grad_norm = float(torch.nn.utils.clip_grad_norm_(list(self.policy.parameters()), float("inf")))

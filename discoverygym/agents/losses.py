@@ -14,14 +14,15 @@ the shaped advantages to the service. Source: TTT-Discover App. A and its code `
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import torch
 
 from discoverygym.agents.objectives import kl_shaping
 
-__all__ = ["importance_sampling_loss", "pad_behaviour", "token_advantages"]
+__all__ = ["DEFAULT_LOSS", "LOSSES", "Loss", "importance_sampling_loss", "make_loss", "pad_behaviour",
+           "register_loss", "token_advantages"]
 
 
 def pad_behaviour(samples: Sequence[Any]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -78,3 +79,46 @@ def importance_sampling_loss(new_lp: torch.Tensor, old_lp: torch.Tensor, a_tok: 
     """``−Σ_t exp(new − old) · A_t`` over masked tokens (scalar; summed, unclipped)."""
     ratio = torch.exp(torch.where(mask, new_lp - old_lp, torch.zeros_like(new_lp)))
     return -(ratio * a_tok * mask).sum()
+
+
+class Loss(Protocol):
+    """The loss seam: ``(logprobs, behaviour_logprobs, token_advantages, mask) -> scalar`` to minimise.
+
+    All four are ``[B, T]`` (``T`` action tokens or construction units): ``logprobs`` under the
+    current policy (with gradient), ``behaviour_logprobs`` under the sampler, the KL-shaped token
+    advantages of :func:`token_advantages`, and the bool action mask. A learner that computes its
+    loss locally (:class:`~discoverygym.agents.learner.NumericLearner`, the HF policy) calls it once
+    per (micro-)batch and backpropagates the result. :func:`importance_sampling_loss` is the default.
+    """
+
+    def __call__(self, new_lp: torch.Tensor, old_lp: torch.Tensor, a_tok: torch.Tensor,
+                 mask: torch.Tensor) -> torch.Tensor: ...
+
+
+#: the name of the TTT-Discover loss (``TrainConfig.loss`` default).
+DEFAULT_LOSS = "importance-sampling"
+
+#: loss name -> (constructor kwargs -> Loss); extend with :func:`register_loss`.
+LOSSES: dict[str, Callable[..., Loss]] = {DEFAULT_LOSS: lambda: importance_sampling_loss}
+
+
+def register_loss(name: str, factory: Callable[..., Loss]) -> None:
+    """Make ``TrainConfig(loss=name, loss_kwargs=...)`` build ``factory(**loss_kwargs)``.
+
+    Raises:
+        ValueError: ``name`` is already registered to another factory.
+    """
+    if name in LOSSES and LOSSES[name] is not factory:
+        raise ValueError(f"loss {name!r} is already registered")
+    LOSSES[name] = factory
+
+
+def make_loss(name: str, **kwargs: Any) -> Loss:
+    """The registered loss ``name`` built with ``kwargs``.
+
+    Raises:
+        ValueError: unknown name (the message lists the known ones).
+    """
+    if name not in LOSSES:
+        raise ValueError(f"unknown loss {name!r}; known: {', '.join(LOSSES)} (register_loss adds one)")
+    return LOSSES[name](**kwargs)

@@ -38,6 +38,7 @@ __all__ = [
     "loo_entropic_advantages",
     "make_objective",
     "mean_baseline",
+    "register_objective",
 ]
 
 #: KL budget of the adaptive β search (TTT-Discover App. A.1).
@@ -254,6 +255,17 @@ OBJECTIVES = {
     "entropic-constant": lambda **kw: (lambda r: entropic_constant(r, **kw)),
     "mean-baseline": lambda **kw: mean_baseline,
 }
+
+
+def register_objective(name: str, factory: callable) -> None:  # type: ignore[valid-type]
+    """Make ``TrainConfig(objective=name, objective_kwargs=...)`` build ``factory(**objective_kwargs)``.
+
+    Raises:
+        ValueError: ``name`` is already registered to another factory.
+    """
+    if name in OBJECTIVES and OBJECTIVES[name] is not factory:
+        raise ValueError(f"objective {name!r} is already registered")
+    OBJECTIVES[name] = factory
 
 
 def make_objective(name: str, **kwargs: float) -> Objective:

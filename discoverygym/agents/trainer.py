@@ -13,7 +13,9 @@ Read :meth:`Trainer.train_step` top to bottom (CleanRL style):
    the env allows it, and recorded in the reuse archive in rollout order (``reuse.record``).
 4. **Advantages**: ``objective(rewards[groups, group_size])`` (:mod:`~discoverygym.agents.objectives`);
    constant-reward groups are dropped.
-5. **Update**: ``learner.train_step(kept samples, advantages, kl_coef=λ)``: the one loss of
+5. **Update** (:func:`~discoverygym.agents.batch.run_update` on the step's typed
+   :class:`~discoverygym.agents.batch.TrainBatch`; a learner with its own ``update(batch)``, e.g.
+   CEM, replaces all of this): ``learner.train_step(kept samples, advantages, kl_coef=λ)``: the loss of
    :mod:`~discoverygym.agents.losses` (token-level KL shaping ``A_t += λ (avg − Δ_t)`` against the
    frozen reference, then ``−Σ_t exp(log π_θ − log π_sampler) · A_t``) and one Adam step. When every
    group is dropped, ``update_on_constant`` takes a KL-only step (A = 0). A separate sampler then
@@ -48,6 +50,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from discoverygym.agents.batch import TrainBatch, run_update
+from discoverygym.agents.losses import DEFAULT_LOSS, Loss, make_loss
 from discoverygym.agents.objectives import Objective, make_objective
 from discoverygym.io import atomic_write_json, available_cpus
 from discoverygym.policy import SamplingContext, is_llm_spec, split_spec
@@ -96,6 +100,8 @@ class TrainConfig:
     group_size: int = 64  # TTT-Discover §4: 64 rollouts per group (512 per step)
     objective: str = "entropic-adaptive"  # TTT-Discover §3.2: entropic, adaptive β (KL budget ln 2)
     objective_kwargs: dict = field(default_factory=dict)  # e.g. {"beta": 2.0} for entropic-constant
+    loss: str = DEFAULT_LOSS  # agents.losses.LOSSES name (the loss seam); TTT-Discover App. A: IS loss
+    loss_kwargs: dict = field(default_factory=dict)  # e.g. {"eps": 0.2} for a registered PPO-clip loss
     reuse: str = "puct"  # TTT-Discover App. A.2: PUCT; ablations: "epsilon" (ε = 0.1), "none"
     reuse_kwargs: dict = field(default_factory=dict)  # e.g. {"c": 1.0} (App. A.2)
     train: bool = True  # False: the "no training" / "best-of-N" ablations (policy frozen)
@@ -158,7 +164,7 @@ class TrainConfig:
                 raise ValueError(f"{key} must be in [0, 1), got {value!r}")
         if self.budget_s is not None and not (isinstance(self.budget_s, (int, float)) and self.budget_s > 0):
             raise ValueError(f"budget_s must be positive, got {self.budget_s!r}")
-        for key in ("policy_kwargs", "objective_kwargs", "reuse_kwargs", "env_kwargs"):
+        for key in ("policy_kwargs", "objective_kwargs", "loss_kwargs", "reuse_kwargs", "env_kwargs"):
             if not isinstance(getattr(self, key), dict):
                 raise ValueError(f"{key} must be a JSON object, got {getattr(self, key)!r}")  # noqa: TRY004
         from discoverygym.envs.polish import get_polisher
@@ -333,8 +339,10 @@ class Trainer:
             ``archive.json``, TensorBoard events, ``checkpoints/``); ``None`` = nothing written.
         initial: a construction to start from (``--init``; re-verified), else the env's seeded
             initial state.
-        objective: a custom advantage function (the plug-in hook: any
+        objective: a custom advantage function (the objective seam: any
             :class:`~discoverygym.agents.objectives.Objective`); default ``config.objective``.
+        loss: a custom loss (the loss seam: any :class:`~discoverygym.agents.losses.Loss`), set on
+            the learner as ``learner.loss``; default ``config.loss``.
         resume: continue the run stored in ``run_dir`` (its config must match the architecture).
         callback: called with each step's metrics (progress display).
         learners: ``(sampler, learner)`` to use instead of :func:`build_learners` (custom learners,
@@ -343,7 +351,9 @@ class Trainer:
             **config.env_kwargs)``.
 
     Raises:
-        ValueError: unknown env id / objective / reuse rule / policy, or an invalid ``initial``.
+        ValueError: unknown env id / objective / loss / reuse rule / policy, an invalid ``initial``,
+            or a non-default loss for a learner that does not compute its loss locally (no ``loss``
+            attribute, e.g. Tinker's service).
         FileExistsError: ``run_dir`` holds a run and ``resume`` is False.
         FileNotFoundError: ``resume`` without a checkpoint in ``run_dir``.
         BackendUnavailable / ModelUnavailable: from an LLM backend (:func:`build_learners`).
@@ -360,6 +370,7 @@ class Trainer:
         *,
         learners: tuple[Any, Any] | None = None,
         env: gym.Env | None = None,
+        loss: Loss | None = None,
     ) -> None:
         self.config = config
         self.run_dir = Path(run_dir) if run_dir is not None else None
@@ -385,6 +396,8 @@ class Trainer:
         if config.torch_threads:
             torch.set_num_threads(config.torch_threads)  # process-wide (torch has no per-module setting)
         self.sampler, self.learner = learners if learners is not None else build_learners(config, start, self.problem)
+        self._install_loss(loss)
+        self.last_batch: TrainBatch | None = None  # the latest step's batch (agents.batch), for outside code
         self.step_index = 0
         self.history: list[dict] = []
         self._writer: Any = None
@@ -395,6 +408,17 @@ class Trainer:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             atomic_write_json(self.run_dir / "config.json", config.to_dict())
             self._write_best()
+
+    def _install_loss(self, loss: Loss | None) -> None:
+        """Set the loss seam on the learner (``learner.loss``); refuse a custom one it cannot use."""
+        custom = loss is not None or self.config.loss != DEFAULT_LOSS
+        if not custom:
+            return
+        fn = loss or make_loss(self.config.loss, **self.config.loss_kwargs)
+        if not hasattr(self.learner, "loss"):
+            raise ValueError(f"learner {getattr(self.learner, 'name', type(self.learner).__name__)!r} does not "
+                             "compute its loss locally (no `loss` attribute): a custom loss cannot apply")
+        self.learner.loss = fn
 
     @property
     def policy(self) -> Any:
@@ -434,17 +458,17 @@ class Trainer:
         # 4. advantages from the group rewards (the objective hook)
         adv = self.objective(rewards)
         flat = [s for group in samples for s in group]
-        keep = adv.keep.repeat_interleave(cfg.group_size)  # [B] rollouts of kept groups
-        # 5. one update (the learner's loss: KL shaping + IS loss, one Adam step)
+        # 5. one update on the typed batch (agents.batch.run_update: the learner's own update(batch),
+        #    else its train_step on the kept samples: KL shaping + the loss seam, one Adam step)
         update: dict[str, float] = {"loss": 0.0, "kl": 0.0, "tokens": 0, "grad_norm": 0.0}
         t_train = time.perf_counter()
-        if cfg.train and (bool(keep.any()) or cfg.update_on_constant):
-            if bool(keep.any()):
-                batch, batch_adv = [s for s, k in zip(flat, keep) if k], adv.adv.reshape(-1)[keep]
-            else:  # KL-only step (TrainConfig.update_on_constant)
-                batch, batch_adv = flat, torch.zeros(len(flat), dtype=torch.float64)
-            update = self.learner.train_step(batch, batch_adv, kl_coef=cfg.kl_coef)
-            self._sync_weights()
+        self.last_batch = TrainBatch.from_step(starts, samples, rewards, adv, step=self.step_index,
+                                               kl_coef=cfg.kl_coef)
+        if cfg.train:
+            done = run_update(self.learner, self.last_batch, update_on_constant=bool(cfg.update_on_constant))
+            if done is not None:
+                update = done
+                self._sync_weights()
         train_s = time.perf_counter() - t_train
         self.step_index += 1
         beta = adv.beta[adv.keep]
@@ -764,7 +788,7 @@ def publish_checkpoint(root: Path, tmp: Path, name: str, step: int) -> None:
 
 
 #: Trainer arguments that the thin configs pass through (the rest are TrainConfig fields).
-_TRAINER_ARGS = ("initial", "resume", "callback", "objective", "learners", "env")
+_TRAINER_ARGS = ("initial", "resume", "callback", "objective", "learners", "env", "loss")
 
 
 class TTTDiscover(Trainer):

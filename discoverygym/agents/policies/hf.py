@@ -146,6 +146,8 @@ class HFPolicy:
 
     Attributes:
         model: the ``peft.PeftModel``; tokenizer: the tokenizer; name: ``"hf:<model>"``.
+        loss: the loss seam (:class:`~discoverygym.agents.losses.Loss`) applied per micro-batch;
+            ``None`` = :func:`~discoverygym.agents.losses.importance_sampling_loss`.
 
     Raises:
         ModelUnavailable: the model cannot be loaded (message names it).
@@ -154,6 +156,7 @@ class HFPolicy:
     """
 
     action_modes = ("code",)
+    loss = None  # the loss seam (class docstring); Trainer(loss=...) sets it
 
     def __init__(
         self,
@@ -394,7 +397,8 @@ class HFPolicy:
         for i in range(0, len(samples), mb):
             new_lp = self.token_logprobs(samples[i:i + mb])
             w = new_lp.shape[1]
-            loss = importance_sampling_loss(new_lp, old_lp[i:i + mb, :w], a_tok[i:i + mb, :w], mask[i:i + mb, :w])
+            loss = (self.loss or importance_sampling_loss)(new_lp, old_lp[i:i + mb, :w], a_tok[i:i + mb, :w],
+                                                          mask[i:i + mb, :w])
             loss.backward()
             total += float(loss.detach())
         grad_norm = float(torch.nn.utils.clip_grad_norm_(self.parameters(), float("inf")))
