@@ -99,6 +99,13 @@ class RunWriter:
 
         self.record = record
         self._writer = SummaryWriter(logdir=str(log_dir), **writer_kwargs)
+        if writer_kwargs.get("purge_step") is None:
+            # a session start of its own, so that a resumed writer's start (``purge_step``) reads as a
+            # *restart*: TensorBoard then drops what a killed run wrote after its checkpoint (float64
+            # scalars are tensors, which TensorBoard purges only on a restart, not on out-of-order steps)
+            from tensorboardX.proto.event_pb2 import Event, SessionLog
+
+            self._writer._get_file_writer().add_event(Event(step=0, session_log=SessionLog(status=SessionLog.START)))
 
     def scalar(self, tag: str, value: Any, step: int, walltime: float | None = None) -> None:
         """Write ``value`` as a float64 scalar at ``step``; ``None``, booleans' absence and non-finite
