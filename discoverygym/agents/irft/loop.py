@@ -23,8 +23,11 @@ Run directory (``--run-dir``)::
     events.out.tfevents.*     TensorBoard: sft/loss, sft/learning_rate (step: global SFT step);
                               buffer/* (size, valid fraction, histograms of node rewards,
                               trajectory final bests and per-problem scores), credit/*,
-                              train/<env>/*, heldout/<env>/best_{reward,score} (step: round + 1;
-                              0 = before training)
+                              the schema of discoverygym.tensorboard for the training searches:
+                              score/best, score/record, reward/best, valid_fraction,
+                              cost/evaluations (``/<env>`` appended with several problems) and
+                              eval/<env>/{score_best,reward_best,valid_fraction} for the held-out
+                              ones (step: round + 1; 0 = before training)
 
 Resume: every stage is recorded in ``state.json`` when it ends; a killed run restarts the stage
 it was in (a search stage resumes its own run directory without re-sampling or re-evaluating
