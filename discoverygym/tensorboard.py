@@ -18,10 +18,14 @@ The horizontal axis is each run's own step (a training step; for search, the eva
 for post-train, the round); ``cost/evaluations`` gives the evaluations at every step of every kind.
 Post-train over several problems appends the env id (``score/best/<env_id>``).
 
-Scalars are written as float64 tensor summaries (the ``scalars`` plugin's double form, what
-``torch.utils.tensorboard``'s ``double_precision=True`` writes): TensorBoard keeps them as float64,
-where tensorboardX's ``add_scalar`` rounds to float32 (7 digits, too few to tell 2.6359830 from
-the record). :func:`read_scalars` reads both forms back.
+Precision: TensorBoard's default loader (the Rust data server that ``pip install tensorboard``
+brings) keeps scalars as float32 (7 digits) and drops float64 scalar tensors altogether, so scalars
+are written as float32 ``simple_value`` by default; ``score/gap`` (how far the best is behind the
+record, positive = behind) keeps the digits that matter near a record. ``RunWriter(...,
+double_precision=True)`` writes float64 tensor summaries instead (what ``torch.utils.tensorboard``'s
+``double_precision=True`` writes), which ``tensorboard --load_fast=false`` shows exactly and the
+default loader does not show. ``metrics.jsonl`` and ``best.json`` keep every value in float64.
+:func:`read_scalars` reads both forms back.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ __all__ = [
     "REWARD",
     "REWARD_BEST",
     "SCORE_BEST",
+    "SCORE_GAP",
     "SCORE_RECORD",
     "VALID_FRACTION",
     "RunWriter",
@@ -55,6 +60,8 @@ __all__ = [
 
 SCORE_BEST = "score/best"
 SCORE_RECORD = "score/record"
+#: record - best (maximised) or best - record (minimised): positive while the best is behind the record
+SCORE_GAP = "score/gap"
 REWARD = "reward/"
 REWARD_BEST = "reward/best"
 BETA = "beta"
@@ -85,8 +92,11 @@ class RunWriter:
 
     Args:
         log_dir: the run directory (event files go straight into it).
-        record: the published record of the problem, written as ``score/record`` next to every
-            ``score/best`` (``None``: no record line).
+        record: the published record of the problem, written as ``score/record`` (and the gap to it
+            as ``score/gap``) next to every ``score/best`` (``None``: neither).
+        direction: ``"max"`` or ``"min"``, the sign of ``score/gap``.
+        double_precision: write float64 tensor summaries (see the module docstring: the default
+            loader of TensorBoard does not show them) instead of float32 scalars.
         **writer_kwargs: passed to ``tensorboardX.SummaryWriter`` (``purge_step``, ``filename_suffix``,
             ``flush_secs``).
 
@@ -94,10 +104,13 @@ class RunWriter:
         ImportError: tensorboardX is not installed.
     """
 
-    def __init__(self, log_dir: str | os.PathLike, record: float | None = None, **writer_kwargs: Any) -> None:
+    def __init__(self, log_dir: str | os.PathLike, record: float | None = None, direction: str = "max",
+                 double_precision: bool = False, **writer_kwargs: Any) -> None:
         from tensorboardX import SummaryWriter
 
         self.record = record
+        self.direction = direction
+        self.double_precision = double_precision
         self._writer = SummaryWriter(logdir=str(log_dir), **writer_kwargs)
         if writer_kwargs.get("purge_step") is None:
             # a session start of its own, so that a resumed writer's start (``purge_step``) reads as a
@@ -108,8 +121,8 @@ class RunWriter:
             self._writer._get_file_writer().add_event(Event(step=0, session_log=SessionLog(status=SessionLog.START)))
 
     def scalar(self, tag: str, value: Any, step: int, walltime: float | None = None) -> None:
-        """Write ``value`` as a float64 scalar at ``step``; ``None``, booleans' absence and non-finite
-        values are skipped (a NaN line hides the rest of a chart)."""
+        """Write ``value`` as a scalar at ``step`` (float32, or float64 with ``double_precision``);
+        ``None``, non-numbers and non-finite values are skipped (a NaN line hides the rest of a chart)."""
         if value is None or isinstance(value, (str, bytes)):
             return
         try:
@@ -117,6 +130,9 @@ class RunWriter:
         except (TypeError, ValueError):
             return
         if not math.isfinite(v):
+            return
+        if not self.double_precision:
+            self._writer.add_scalar(tag, v, step, walltime)
             return
         from tensorboardX.proto.summary_pb2 import Summary, SummaryMetadata
         from tensorboardX.proto.tensor_pb2 import TensorProto
@@ -130,11 +146,15 @@ class RunWriter:
 
     def scalars(self, values: Mapping[str, Any], step: int) -> None:
         """:meth:`scalar` for every ``{tag: value}``; with ``score/best`` among them (or a tag under
-        it) and a record, also ``score/record`` (same suffix)."""
+        it) and a record, also ``score/record`` and ``score/gap`` (same suffix)."""
         for tag, value in values.items():
             self.scalar(tag, value, step)
             if self.record is not None and (tag == SCORE_BEST or tag.startswith(SCORE_BEST + "/")):
-                self.scalar(SCORE_RECORD + tag[len(SCORE_BEST):], self.record, step)
+                suffix = tag[len(SCORE_BEST):]
+                self.scalar(SCORE_RECORD + suffix, self.record, step)
+                if isinstance(value, (int, float)):
+                    gap = self.record - value if self.direction == "max" else value - self.record
+                    self.scalar(SCORE_GAP + suffix, gap, step)
 
     def histogram(self, tag: str, values: Iterable[float], step: int) -> None:
         """A histogram of the finite ``values`` at ``step`` (nothing when none is finite)."""

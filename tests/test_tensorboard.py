@@ -37,8 +37,9 @@ def test_a_train_run_and_a_search_run_share_score_best_and_the_record_line(tmp_p
     for run, best in (("train", train.best.score), ("search", search.best.score)):
         scalars = _tensorboard_scalars(tmp_path / run)
         assert "score/best" in scalars, run
-        assert scalars["score/best"][-1][1] == best, run  # float64: exactly the best score
-        assert {v for _, v in scalars["score/record"]} == {record}, run
+        assert scalars["score/best"][-1][1] == pytest.approx(best, rel=1e-6), run
+        assert [v for _, v in scalars["score/record"]] == pytest.approx([record] * len(scalars["score/record"])), run
+        assert scalars["score/gap"][-1][1] == pytest.approx(record - best, rel=1e-5), run
         assert "cost/evaluations" in scalars, run
     # search steps are evaluations (cost/evaluations = step); train steps are training steps
     assert all(step == v for step, v in scalars["cost/evaluations"])
@@ -47,15 +48,22 @@ def test_a_train_run_and_a_search_run_share_score_best_and_the_record_line(tmp_p
     assert train_kinds["beta"] == "histogram" and train_kinds["best_construction"] == "image"
 
 
-def test_scalars_keep_float64_and_skip_missing_values(tmp_path):
-    w = RunWriter(tmp_path, record=2.6359830849)
+def test_scalars_skip_missing_values_and_double_precision_keeps_float64(tmp_path):
+    w = RunWriter(tmp_path / "f32", record=2.6359830849)
     w.scalars({"score/best": 2.6359830849123, "reward/mean": None, "perf/x": float("nan"), "eval/a": 1}, step=3)
     w.close()
-    got = read_scalars(tmp_path)
-    assert got["score/best"][0][:2] == (3, 2.6359830849123)  # float32 would give 2.635983
-    assert got["score/record"][0][1] == 2.6359830849 and got["eval/a"][0][1] == 1.0
-    assert "reward/mean" not in got and "perf/x" not in got
-    assert _tensorboard_scalars(tmp_path)["score/best"] == [(3, 2.6359830849123)]
+    got = read_scalars(tmp_path / "f32")
+    assert got["score/best"][0][:2] == (3, pytest.approx(2.6359830849123, rel=1e-7))
+    assert got["score/gap"][0][1] == pytest.approx(2.6359830849 - 2.6359830849123, rel=1e-6)  # the digits kept
+    assert got["eval/a"][0][1] == 1.0 and "reward/mean" not in got and "perf/x" not in got
+    assert _tensorboard_scalars(tmp_path / "f32")["score/best"][0][0] == 3  # the default form TensorBoard shows
+    w = RunWriter(tmp_path / "f64", record=3.0, direction="min", double_precision=True)
+    w.scalars({"score/best": 2.6359830849123}, step=1)
+    w.close()
+    got = read_scalars(tmp_path / "f64")
+    assert got["score/best"][0][1] == 2.6359830849123  # exact: float32 would give 2.6359830
+    assert got["score/gap"][0][1] == 2.6359830849123 - 3.0  # minimised: best - record
+    assert _tensorboard_scalars(tmp_path / "f64")["score/best"] == [(1, 2.6359830849123)]
 
 
 def test_the_image_carries_its_score_as_a_title():

@@ -568,6 +568,7 @@ class Trainer:
             # truncate the killed process's file, so each writer's file name carries its first step (so
             # that TensorBoard, which reads files in name order, reads them in step order) and its pid
             self._writer = RunWriter(self.run_dir, record=self.problem.sota.get("value"),
+                                     direction=self.problem.direction,
                                      purge_step=step if step > 1 else None,
                                      filename_suffix=f".step{step:09d}.{os.getpid()}")
         return self._writer

@@ -484,7 +484,8 @@ class EvolutionarySearch:
         evaluations_logged = len(self._replay_evals)
         self._done_evals = evaluations_logged
         self._write_best()
-        self._tb = ScalarWriter(self.log.dir, enabled=self._tb_enabled, record=self.problem.sota.get("value"))
+        self._tb = ScalarWriter(self.log.dir, enabled=self._tb_enabled, record=self.problem.sota.get("value"),
+                               direction=self.problem.direction)
 
         if self._commits < self.config.C * self.config.L:
             self._run_pipeline(pending)

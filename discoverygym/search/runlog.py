@@ -211,15 +211,17 @@ class RunLog:
 
 class ScalarWriter:
     """TensorBoard scalars in the run directory, in the shared schema of :mod:`discoverygym.tensorboard`
-    (float64, ``score/record`` next to ``score/best``); a no-op when tensorboardX is not installed.
+    (``score/record`` and ``score/gap`` next to ``score/best``); a no-op when tensorboardX is not installed.
 
     Args:
         log_dir: where the event files go.
         enabled: ``False`` disables writing.
         record: the problem's published record (the ``score/record`` line), or ``None``.
+        direction: ``"max"`` or ``"min"`` (the sign of ``score/gap``).
     """
 
-    def __init__(self, log_dir: str | os.PathLike, enabled: bool = True, record: float | None = None) -> None:
+    def __init__(self, log_dir: str | os.PathLike, enabled: bool = True, record: float | None = None,
+                 direction: str = "max") -> None:
         self._writer: Any = None
         self.available = False
         if not enabled:
@@ -227,7 +229,7 @@ class ScalarWriter:
         try:
             from discoverygym.tensorboard import RunWriter
 
-            self._writer = RunWriter(log_dir, record=record, flush_secs=10)
+            self._writer = RunWriter(log_dir, record=record, direction=direction, flush_secs=10)
         except ImportError:
             warnings.warn(
                 "tensorboardX is not installed: no TensorBoard scalars (pip install tensorboardX)",
