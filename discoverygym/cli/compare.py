@@ -298,9 +298,14 @@ def _verdicts(rows: list[dict], direction: str) -> list[str]:
                          f"{ref['n']} vs {r['n']} seeds)")
             continue
         word = "ahead of" if ahead else ("level with" if ref["mean"] == r["mean"] else "behind")
+        floor = _min_p(ref["n"], r["n"])
+        if math.isclose(p, floor, rel_tol=1e-9):
+            lines.append(f"verdict: {ref['config']} beats {r['config']} in every pairing of seeds (p = {p:.3g}, the "
+                         f"smallest {ref['n']} vs {r['n']} seeds can give), which is not significant at α = {ALPHA}"
+                         + (": use more --seeds" if floor >= ALPHA else ""))
+            continue
         line = (f"verdict: {ref['config']} is {word} {r['config']} on the mean, but not significantly "
                 f"(p = {p:.3g} ≥ {ALPHA})")
-        floor = _min_p(ref["n"], r["n"])
         if floor >= ALPHA:
             line += (f"; {ref['n']} vs {r['n']} seeds cannot reach p < {ALPHA} (smallest possible p = {floor:.3g}): "
                      "use more --seeds")
