@@ -28,7 +28,7 @@ def test_study_prints_budget_start_spread_test_and_verdict(tmp_path, capsys, mon
     assert "2 vs 2 seeds cannot reach p < 0.05" in out  # the verdict says why 2 seeds prove nothing
     (root,) = (tmp_path / "runs").iterdir()
     assert root.name.startswith("compare-CirclePacking-26-v0-")
-    rows = list(csv.DictReader(open(root / "results.csv")))
+    rows = list(csv.DictReader((root / "results.csv").read_text().splitlines()))
     assert [(r["config"], r["seed"]) for r in rows] == [("full", "0"), ("full", "1"), ("naive-rl", "0"),
                                                         ("naive-rl", "1")]
     assert all(int(r["evaluations"]) == 2 * 2 * 4 and float(r["best_score"]) >= float(r["start_score"]) for r in rows)
@@ -62,7 +62,7 @@ def test_killed_study_resumes_to_the_uninterrupted_result(tmp_path, capsys, monk
     assert main(["compare", *TINY, "--run-dir", str(study), "--resume", "--json"]) == 0
     got = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert [r["bests"] for r in got["rows"]] == [r["bests"] for r in ref["rows"]]  # resume is exact
-    rows = list(csv.DictReader(open(study / "results.csv")))
+    rows = list(csv.DictReader((study / "results.csv").read_text().splitlines()))
     assert [int(r["steps"]) for r in rows] == [2, 2, 2, 2]
     # a changed hyper-parameter is refused on resume
     assert main(["compare", *TINY, "--run-dir", str(study), "--resume", "--group-size", "8"]) == 2
