@@ -582,30 +582,38 @@ class Trainer:
 
     # ------------------------------------------------------------------ logging
     def _tb(self, step: int) -> Any:
-        """The TensorBoard writer; on resume it purges events from ``step`` on (the first step this
+        """The TensorBoard writer (:class:`discoverygym.tensorboard.RunWriter`, the schema shared with
+        search and post-train); on resume it purges events from ``step`` on (the first step this
         process logs), which a killed run may have written after its last checkpoint."""
         if self._writer is None and self.run_dir is not None:
-            from tensorboardX import SummaryWriter
+            from discoverygym.tensorboard import RunWriter
 
             # tensorboardX names event files by the second: a resume within the second of a kill would
             # truncate the killed process's file, so each writer's file name carries its first step (so
             # that TensorBoard, which reads files in name order, reads them in step order) and its pid
-            self._writer = SummaryWriter(logdir=str(self.run_dir), purge_step=step if step > 1 else None,
-                                         filename_suffix=f".step{step:09d}.{os.getpid()}")
+            self._writer = RunWriter(self.run_dir, record=self.problem.sota.get("value"),
+                                     direction=self.problem.direction,
+                                     purge_step=step if step > 1 else None,
+                                     filename_suffix=f".step{step:09d}.{os.getpid()}")
         return self._writer
 
     def _log(self, metrics: dict) -> None:
+        """The step's metrics into TensorBoard (the shared schema: ``score/best`` with the
+        ``score/record`` line, ``reward/*``, ``beta`` histogram + ``beta/mean``, ``perf/*``,
+        ``cost/evaluations``; per-group β only as the histogram), ``metrics.jsonl`` and ``best.json``."""
         if self.run_dir is None:
             return
+        from discoverygym.tensorboard import BETA, COST_EVALUATIONS
+
         step = metrics["step"]
         writer = self._tb(step)
-        for tag, value in metrics.items():
-            if tag not in ("step", "errors") and isinstance(value, (int, float)) and math.isfinite(value):
-                writer.add_scalar(tag, float(value), step)
+        writer.scalars({tag: value for tag, value in metrics.items() if tag not in ("step", "errors")
+                        and not tag.startswith("beta/group_") and isinstance(value, (int, float))}, step)
+        writer.scalar(COST_EVALUATIONS, step * self.config.groups * self.config.group_size, step)
+        writer.histogram(BETA, [v for t, v in metrics.items() if t.startswith("beta/group_")], step)
         every = self.config.image_every
         if every and (step % every == 0 or step == 1) and self.best.solution is not None:
-            image = self.env.unwrapped.picture(self.best, 256)
-            writer.add_image("best_construction", np.asarray(image, dtype=np.uint8), step, dataformats="HWC")
+            writer.image(self.env.unwrapped.picture(self.best, 256), step, self.best.score)
         writer.flush()
         with open(self.run_dir / "metrics.jsonl", "a") as fh:
             fh.write(json.dumps(metrics) + "\n")

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -60,16 +59,25 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
     _llm_args(p)
 
     c = subparsers.add_parser(
-        "compare", help="run several configs x seeds, print best score mean ± sd, write a plot and TensorBoard runs",
-        epilog="Example: discoverygym compare CirclePacking-26-v0 --configs full,naive-rl,no-reuse,constant-beta "
-        "--seeds 3 --steps 10 --run-dir runs/compare",
+        "compare", help="a study: configs x seeds of train runs; budget, start, mean ± sd, rank test, verdict, plot",
+        description="Runs every config for every seed (ordinary train runs under one study directory) and "
+        "prints per config the budget (evaluations, wall time per run), the start score, the best score's "
+        "mean ± sd and best over seeds, and a one-sided Mann–Whitney U test against the first config, then "
+        "one verdict line per config. Writes study.json, results.csv (one row per run), compare.png (best "
+        "score vs evaluations, seed spread shaded), summary.json and TensorBoard runs.",
+        epilog="Example: discoverygym compare CirclePacking-26-v0 --configs full,naive-rl,expected-reward "
+        "--seeds 3 --steps 5 (a new runs/compare-<env>-<time> directory each time; finish a killed study "
+        "with --run-dir DIR --resume)",
     )
     c.add_argument("env_id")
     c.add_argument("--configs", default="full,naive-rl,no-reuse,constant-beta",
                    help="comma-separated ablation names (default full,naive-rl,no-reuse,constant-beta)")
     c.add_argument("--seeds", type=int, default=3, help="seeds per config (default 3)")
     _common(c)
-    c.add_argument("--run-dir", default="runs/compare", help="parent directory of the per-config runs")
+    c.add_argument("--run-dir", default=None,
+                   help="study directory (new or empty; default: a new runs/compare-<env>-<YYYYmmdd-HHMMSS>)")
+    c.add_argument("--resume", action="store_true",
+                   help="finish the study in --run-dir: skip finished runs, resume partial ones from their checkpoint")
     c.add_argument("--init", default=None, help="start every run from this construction file")
     c.add_argument("--json", action="store_true", help="print the table as JSON")
 
@@ -342,7 +350,9 @@ def _train(args: argparse.Namespace, console: Console) -> int:
 
 
 def _compare(args: argparse.Namespace, console: Console) -> int:
-    from discoverygym.agents.trainer import ABLATIONS, Trainer, ablation_config
+    """``compare``: check the arguments, then run the study (:func:`discoverygym.cli.compare.study`)."""
+    from discoverygym.agents.trainer import ABLATIONS, ablation_config
+    from discoverygym.cli.compare import StudyUsage, study
     from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
     from discoverygym.policy import is_llm_spec
 
@@ -351,9 +361,10 @@ def _compare(args: argparse.Namespace, console: Console) -> int:
                      "train it with an LLM policy (`discoverygym train --policy hf:PATH_OR_ID ...`)")
     if args.env_id not in ENVS:
         raise _Usage(f"unknown env {args.env_id!r}; run `discoverygym list`")
-    blocker = file_in_the_way(Path(args.run_dir))
-    if blocker is not None:
-        raise _Usage(f"{blocker} exists and is not a directory (it cannot hold --run-dir {args.run_dir})")
+    if args.run_dir is not None:
+        blocker = file_in_the_way(Path(args.run_dir))
+        if blocker is not None:
+            raise _Usage(f"{blocker} exists and is not a directory (it cannot hold --run-dir {args.run_dir})")
 
     if is_llm_spec(args.policy or ""):
         raise _Usage("compare runs the numeric policy; for LLM policies run `discoverygym train` once per config")
@@ -361,81 +372,25 @@ def _compare(args: argparse.Namespace, console: Console) -> int:
     unknown = [n for n in names if n not in ABLATIONS]
     if unknown:
         raise _Usage(f"unknown config(s) {', '.join(unknown)}; known: {', '.join(ABLATIONS)}")
+    if not names:
+        raise _Usage("--configs names no config")
+    if len(set(names)) != len(names):
+        raise _Usage(f"--configs names a config twice: {args.configs}")
     if args.seeds < 1:
         raise _Usage(f"--seeds must be >= 1, got {args.seeds}")
-    problem = ENVS[args.env_id]
     initial = _load_init(args.init)
-    root = Path(args.run_dir)
     overrides = _overrides(args)
     overrides.pop("seed", None)
-    rows, curves = [], {}
-    for name in names:
-        bests = []
-        for seed in range(args.seeds):
-            config = _make_config(ablation_config, name, env_id=args.env_id, seed=seed, init=args.init,
-                                  **overrides)
-            _check_policy_fits(config)
-            run_dir = root / f"{name}-seed{seed}"
-            if (run_dir / "checkpoints" / "latest.json").exists():
-                raise _Usage(f"{run_dir} already holds a run: choose another --run-dir")
-            result = Trainer(config, run_dir, initial=initial).run()
-            bests.append(result.best.score)
-            curves.setdefault(name, []).append([m["score/best"] for m in result.history])
-            if not args.json:
-                console.print(f"{name} seed {seed}: best {_fmt(result.best.score)} ({result.elapsed_s:.1f} s)")
-        valid = [b for b in bests if b is not None]
-        rows.append({"config": name, "mean": statistics.fmean(valid) if valid else None,
-                     "sd": statistics.stdev(valid) if len(valid) > 1 else 0.0, "bests": bests})
-    plot = root / "compare.png"
-    _plot(curves, problem, plot)
-    if args.json:
-        print(json.dumps({"env_id": args.env_id, "record": problem.sota["value"], "rows": rows, "plot": str(plot)}))
-        return 0
-    table = Table(title=f"{problem.title}: best {problem.quantity} over {args.seeds} seeds "
-                  f"({'lower' if problem.direction == 'min' else 'higher'} is better)")
-    for col in ("config", "best (mean ± sd)", "per seed", "record"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(r["config"], "—" if r["mean"] is None else f"{r['mean']:.8g} ± {r['sd']:.2g}",
-                      ", ".join(_fmt(b) for b in r["bests"]), str(problem.sota["value"]))
-    console.print(table)
-    console.print(f"plot: {plot}; TensorBoard: tensorboard --logdir {root}")
-    return 0
 
+    def make(name: str, seed: int, fields: dict) -> Any:
+        config = _make_config(ablation_config, name, env_id=args.env_id, seed=seed, init=args.init, **fields)
+        _check_policy_fits(config)
+        return config
 
-def _plot(curves: dict[str, list[list[float]]], problem: Any, path: Path) -> None:
-    """Best-so-far score per step (mean over seeds), one line per config, as a PNG (PIL only)."""
-    from PIL import Image, ImageDraw
-
-    w, h, pad = 720, 420, 50
-    img = Image.new("RGB", (w, h), "white")
-    d = ImageDraw.Draw(img)
-    series = {}
-    for name, runs in curves.items():
-        length = min((len(r) for r in runs), default=0)
-        pts = [statistics.fmean(r[i] for r in runs if r[i] is not None) for i in range(length)]
-        if pts:
-            series[name] = pts
-    values = [v for s in series.values() for v in s]
-    d.text((pad, 10), f"{problem.title}: best {problem.quantity} per step (mean over seeds)", fill="black")
-    d.rectangle([pad, pad, w - pad, h - pad], outline="black")
-    if values:
-        lo, hi = min(values), max(values)
-        hi = hi if hi > lo else lo + 1e-12
-        steps = max(len(s) for s in series.values())
-        colours = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
-        for i, (name, s) in enumerate(series.items()):
-            xy = [(pad + (w - 2 * pad) * (j / max(steps - 1, 1)), h - pad - (h - 2 * pad) * ((v - lo) / (hi - lo)))
-                  for j, v in enumerate(s)]
-            colour = colours[i % len(colours)]
-            if len(xy) > 1:
-                d.line(xy, fill=colour, width=2)
-            d.text((w - pad - 150, pad + 5 + 14 * i), name, fill=colour)
-        d.text((5, pad), f"{hi:.6g}", fill="black")
-        d.text((5, h - pad - 10), f"{lo:.6g}", fill="black")
-        d.text((w // 2, h - pad + 10), "step", fill="black")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    img.save(path)
+    try:
+        return study(args, console, names, overrides, initial, make)
+    except StudyUsage as exc:
+        raise _Usage(str(exc)) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -460,7 +415,8 @@ def run(args: argparse.Namespace) -> int:
         return 3
     except KeyboardInterrupt:
         hint = (f"discoverygym train {args.env_id} --run-dir {args.run_dir} --resume" if args.command == "train"
-                else "discoverygym compare ... (completed runs are kept)")
+                else f"discoverygym compare {args.env_id} --configs {args.configs} --seeds {args.seeds} "
+                f"--run-dir {getattr(args, 'study_dir', None) or args.run_dir or 'DIR'} --resume")
         console.print(f"interrupted: continue with `{hint}`", highlight=False)
         return 130
 

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from discoverygym import tensorboard as tbs
 from discoverygym.policy import Policy, SamplingContext, make_policy
 from discoverygym.search.archive import Archive, state_record
 from discoverygym.search.config import SearchConfig
@@ -318,13 +319,14 @@ class EvolutionarySearch:
             done = self._commits * self.config.K
             self._tb.add(
                 done,
-                {
-                    "search/best_reward": self.best.reward if self.best else None,
-                    "search/best_score": self.best.score if self.best else None,
+                {  # the schema of discoverygym.tensorboard (the same tags as train and post-train)
+                    tbs.SCORE_BEST: self.best.score if self.best else None,
+                    tbs.REWARD_BEST: self.best.reward if self.best else None,
                     f"trajectory/{traj.index}/best_reward": traj.best.reward if traj.best else None,
-                    "search/valid_fraction": sum(c.valid for c in children) / len(children),
-                    "search/evals_per_s": self._rate(),
-                    "search/queue_depth": self._queue_depth(),
+                    tbs.VALID_FRACTION: sum(c.valid for c in children) / len(children),
+                    "perf/evals_per_s": self._rate(),
+                    "perf/queue_depth": self._queue_depth(),
+                    tbs.COST_EVALUATIONS: done,
                 },
             )
         if improved and not self._replaying:
@@ -482,7 +484,8 @@ class EvolutionarySearch:
         evaluations_logged = len(self._replay_evals)
         self._done_evals = evaluations_logged
         self._write_best()
-        self._tb = ScalarWriter(self.log.dir, enabled=self._tb_enabled)
+        self._tb = ScalarWriter(self.log.dir, enabled=self._tb_enabled, record=self.problem.sota.get("value"),
+                               direction=self.problem.direction)
 
         if self._commits < self.config.C * self.config.L:
             self._run_pipeline(pending)

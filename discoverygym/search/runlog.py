@@ -210,36 +210,39 @@ class RunLog:
 
 
 class ScalarWriter:
-    """TensorBoard scalars in the run directory (tensorboardX); a no-op when it is not installed.
+    """TensorBoard scalars in the run directory, in the shared schema of :mod:`discoverygym.tensorboard`
+    (``score/record`` and ``score/gap`` next to ``score/best``); a no-op when tensorboardX is not installed.
 
     Args:
         log_dir: where the event files go.
         enabled: ``False`` disables writing.
+        record: the problem's published record (the ``score/record`` line), or ``None``.
+        direction: ``"max"`` or ``"min"`` (the sign of ``score/gap``).
     """
 
-    def __init__(self, log_dir: str | os.PathLike, enabled: bool = True) -> None:
+    def __init__(self, log_dir: str | os.PathLike, enabled: bool = True, record: float | None = None,
+                 direction: str = "max") -> None:
         self._writer: Any = None
         self.available = False
         if not enabled:
             return
         try:
-            from tensorboardX import SummaryWriter
+            from discoverygym.tensorboard import RunWriter
+
+            self._writer = RunWriter(log_dir, record=record, direction=direction, flush_secs=10)
         except ImportError:
             warnings.warn(
                 "tensorboardX is not installed: no TensorBoard scalars (pip install tensorboardX)",
                 stacklevel=2,
             )
             return
-        self._writer = SummaryWriter(logdir=str(log_dir), flush_secs=10)
         self.available = True
 
     def add(self, step: int, scalars: dict[str, float | None]) -> None:
-        """Write ``{tag: value}`` at ``step`` (``None`` values are skipped)."""
+        """Write ``{tag: value}`` at ``step`` (``None`` and non-finite values are skipped)."""
         if self._writer is None:
             return
-        for tag, value in scalars.items():
-            if value is not None:
-                self._writer.add_scalar(tag, float(value), step)
+        self._writer.scalars(scalars, step)
 
     def close(self) -> None:
         """Flush and close the event file."""

@@ -491,7 +491,9 @@ def test_one_round_completes_on_a_toy_problem_and_resumes_after_a_crash(tiny_mod
         "sft/loss",
         "buffer/traj_best_reward",
         "credit/nonzero",
-        "heldout/FirstAutocorrelation-v0/best_reward",
+        "eval/FirstAutocorrelation-v0/reward_best",
+        "score/best",  # the same tag as train and search (one training problem: no /<env_id>)
+        "score/record",
     } <= tags
     # resuming a finished run does nothing
     assert IRFT(cfg, run_dir, resume=True, executor="inline", backend=backend).run() == summaries

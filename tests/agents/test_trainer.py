@@ -103,22 +103,11 @@ def _params(tr: Trainer) -> list:
 
 
 def _read_events(run: Path) -> tuple[set, set]:
-    """Scalar and image tags of the TensorBoard event files (TFRecord framing, tensorboardX protos)."""
-    import struct
+    """Scalar and image tags of the TensorBoard event files (read by discoverygym.tensorboard)."""
+    from discoverygym.tensorboard import read_tags
 
-    from tensorboardX.proto import event_pb2
-
-    scalars, images = set(), set()
-    for path in run.glob("events.out.tfevents.*"):
-        data = path.read_bytes()
-        pos = 0
-        while pos < len(data):
-            (length,) = struct.unpack("<Q", data[pos : pos + 8])
-            event = event_pb2.Event.FromString(data[pos + 12 : pos + 12 + length])
-            pos += 16 + length
-            for v in event.summary.value:
-                (images if v.HasField("image") else scalars).add(v.tag)
-    return scalars, images
+    kinds = read_tags(run)
+    return {t for t, k in kinds.items() if k == "scalar"}, {t for t, k in kinds.items() if k == "image"}
 
 
 def test_run_dir_tensorboard_and_exact_resume(tmp_path):
@@ -143,7 +132,19 @@ def test_run_dir_tensorboard_and_exact_resume(tmp_path):
     for tag in ("reward/max", "reward/mean", "reward/min", "score/best", "beta/mean", "kl", "policy/entropy",
                 "policy/step_size", "archive/size", "perf/evals_per_s", "perf/step_time_s"):
         assert tag in scalars, tag
-    assert any(t.startswith("beta/group_") for t in scalars)
+    # the shared schema (discoverygym.tensorboard): the record line, evaluations spent, β as a histogram
+    assert {"score/record", "cost/evaluations"} <= scalars
+    assert not any(t.startswith("beta/group_") for t in scalars)
+    from discoverygym.tensorboard import read_scalars, read_tags
+
+    assert read_tags(run)["beta"] == "histogram"
+    values = read_scalars(run)
+    history = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    # float32 is what TensorBoard's default loader keeps; the gap to the record carries the digits
+    assert [v for _, v, _ in values["score/best"]] == pytest.approx([m["score/best"] for m in history], rel=1e-6)
+    record = values["score/record"][0][1]
+    assert [v for _, v, _ in values["score/gap"]] == pytest.approx([record - m["score/best"] for m in history],
+                                                                   rel=1e-6)
     assert images == {"best_construction"}
     with pytest.raises(FileExistsError):
         Trainer(cfg, run)

@@ -278,14 +278,14 @@ def test_run_dir_has_tensorboard_scalars_best_and_config(tmp_path):
     result = EvolutionarySearch(cfg, tmp_path / "tb", executor="inline", tensorboard=True).run()
     events = list((tmp_path / "tb").glob("events.out.tfevents.*"))
     assert len(events) == 1
-    data = events[0].read_bytes()
-    for tag in (
-        b"search/best_reward",
-        b"search/evals_per_s",
-        b"search/queue_depth",
-        b"trajectory/1/best_reward",
-    ):
-        assert tag in data
+    from discoverygym.tensorboard import read_scalars
+
+    scalars = read_scalars(tmp_path / "tb")
+    for tag in ("score/best", "score/record", "score/gap", "reward/best", "perf/evals_per_s", "perf/queue_depth",
+                "cost/evaluations", "trajectory/1/best_reward"):
+        assert tag in scalars, tag
+    assert not any(t.startswith("search/") for t in scalars)  # the old search-only tags are gone
+    assert scalars["score/best"][-1][1] == pytest.approx(result.best.score, rel=1e-6)
     best = json.loads((tmp_path / "tb" / "best.json").read_text())
     assert best["id"] == result.best.id and best["score"] == result.best.score
     assert json.loads((tmp_path / "tb" / "config.json").read_text())["L"] == 3

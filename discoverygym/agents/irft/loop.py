@@ -23,8 +23,11 @@ Run directory (``--run-dir``)::
     events.out.tfevents.*     TensorBoard: sft/loss, sft/learning_rate (step: global SFT step);
                               buffer/* (size, valid fraction, histograms of node rewards,
                               trajectory final bests and per-problem scores), credit/*,
-                              train/<env>/*, heldout/<env>/best_{reward,score} (step: round + 1;
-                              0 = before training)
+                              the schema of discoverygym.tensorboard for the training searches:
+                              score/best, score/record, reward/best, valid_fraction,
+                              cost/evaluations (``/<env>`` appended with several problems) and
+                              eval/<env>/{score_best,reward_best,valid_fraction} for the held-out
+                              ones (step: round + 1; 0 = before training)
 
 Resume: every stage is recorded in ``state.json`` when it ends; a killed run restarts the stage
 it was in (a search stage resumes its own run directory without re-sampling or re-evaluating
@@ -45,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from discoverygym import tensorboard as tbs
 from discoverygym.agents.irft.backends import Backend, make_backend
 from discoverygym.agents.irft.buffer import ReplayBuffer, rows_from_search
 from discoverygym.agents.irft.credit import CREDIT_RULES, assign_credit
@@ -236,6 +240,16 @@ def check_run_dir(run_dir: str | os.PathLike, *, resume: bool) -> dict | None:
     return None
 
 
+def _record(env_id: str) -> float | None:
+    """The published record of ``env_id``'s problem (the ``score/record`` line), or ``None``."""
+    from discoverygym.envs.registry import get_problem
+
+    try:
+        return get_problem(env_id).sota.get("value")
+    except (ValueError, AttributeError):
+        return None
+
+
 def _tag(env_id: str) -> str:
     return env_id.replace("/", "_")
 
@@ -393,10 +407,10 @@ class IRFT:
             self._scalars(
                 tb,
                 0 if kind == "base" else step,
-                {
-                    f"heldout/{env_id}/best_reward": res["best_reward"],
-                    f"heldout/{env_id}/best_score": res["best_score"],
-                    f"heldout/{env_id}/valid_fraction": res["valid_fraction"],
+                {  # held-out results: eval/* of the schema in discoverygym.tensorboard
+                    f"{tbs.EVAL}{env_id}/score_best": res["best_score"],
+                    f"{tbs.EVAL}{env_id}/reward_best": res["best_reward"],
+                    f"{tbs.EVAL}{env_id}/valid_fraction": res["valid_fraction"],
                 },
             )
         elif kind == "search":
@@ -410,13 +424,16 @@ class IRFT:
                 seed=cfg.seed + 1000 * r,
                 record=True,
             )
+            suffix = "" if len(cfg.problems) == 1 else f"/{env_id}"
             self._scalars(
                 tb,
                 step,
-                {
-                    f"train/{env_id}/best_reward": res["best_reward"],
-                    f"train/{env_id}/best_score": res["best_score"],
-                    f"train/{env_id}/valid_fraction": res["valid_fraction"],
+                {  # the tags of train and search (discoverygym.tensorboard); /<env_id> with several problems
+                    tbs.SCORE_BEST + suffix: res["best_score"],
+                    tbs.SCORE_RECORD + suffix: _record(env_id),
+                    tbs.REWARD_BEST + suffix: res["best_reward"],
+                    tbs.VALID_FRACTION + suffix: res["valid_fraction"],
+                    tbs.COST_EVALUATIONS + suffix: res["evaluations"],
                 },
             )
         elif kind == "buffer":
@@ -477,20 +494,19 @@ class IRFT:
             },
         )
         if tb is not None:
-            tb.add_histogram("buffer/node_reward", rewards, step)
-            tb.add_histogram("buffer/traj_best_reward", finals, step)
+            tb.histogram("buffer/node_reward", rewards, step)
+            tb.histogram("buffer/traj_best_reward", finals, step)
             for env_id in self.config.problems:  # the problem's own numbers (C5, Σr...), valid nodes only
                 scores = [r["score"] for r in rows if r["problem"] == env_id and r["score"] is not None]
                 if scores:
-                    tb.add_histogram(f"buffer/{env_id}/score", np.asarray(scores), step)
+                    tb.histogram(f"buffer/{env_id}/score", scores, step)
 
     @staticmethod
     def _scalars(tb: Any, step: int, values: dict) -> None:
+        """Finite ``values`` as float64 scalars (:class:`discoverygym.tensorboard.RunWriter`)."""
         if tb is None:
             return
-        for tag, value in values.items():
-            if value is not None and np.isfinite(value):
-                tb.add_scalar(tag, float(value), step)
+        tb.scalars(values, step)
 
     # ------------------------------------------------------------------ run
     def run(self) -> list[dict]:
@@ -502,9 +518,7 @@ class IRFT:
         """
         tb = None
         if self._tb_enabled:
-            from tensorboardX import SummaryWriter
-
-            tb = SummaryWriter(logdir=str(self.dir), flush_secs=10)
+            tb = tbs.RunWriter(self.dir, flush_secs=10)
         try:
             state = self._read_json("state.json") or {"round": 0, "done": []}
             r = state["round"]

@@ -1,0 +1,374 @@
+"""``discoverygym compare``: configs x seeds of the trainer as one study, with a verdict.
+
+Each (config, seed) is an ordinary resumable train run in ``<study>/<config>-seed<seed>``; the study
+directory also holds ``study.json`` (what was asked for), ``results.csv`` (one row per run),
+``compare.png`` (best score against evaluations, mean over seeds with the min–max spread shaded)
+and, once every run is finished, ``summary.json``.
+
+The printed table gives, per config: the budget (evaluations and training wall time per run), the
+start score, the best score's mean ± sd over seeds, the best over seeds, and a one-sided
+Mann–Whitney U test (``scipy.stats.mannwhitneyu``) of "the first config is better than this one";
+one plain verdict line per config follows.
+
+Without ``--run-dir`` every invocation gets a new study directory
+(``runs/compare-<env>-<YYYYmmdd-HHMMSS>``, suffixed ``-2``, ``-3``... if taken), so repeating a
+command never fails. ``--resume --run-dir DIR`` finishes a killed study: finished runs are read back,
+a run with a checkpoint continues from it (the trainer's resume), a run killed before its first
+checkpoint starts again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import shutil
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+__all__ = ["ALPHA", "default_study_dir", "rank_test", "study"]
+
+#: significance level of the verdict lines.
+ALPHA = 0.05
+
+
+class StudyUsage(Exception):
+    """A compare argument or study directory that cannot be used (exit 2)."""
+
+
+def default_study_dir(env_id: str, parent: Path = Path("runs"), now: float | None = None) -> Path:
+    """A study directory that does not exist yet: ``parent/compare-<env_id>-<YYYYmmdd-HHMMSS>``, with
+    ``-2``, ``-3``... appended when that one is taken (two commands within one second)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    base = parent / f"compare-{env_id}-{stamp}"
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    return path
+
+
+def rank_test(reference: list[float], other: list[float], direction: str) -> float | None:
+    """One-sided Mann–Whitney U p-value of "``reference`` scores are better than ``other``'s"
+    (``greater`` for a maximised score, ``less`` for a minimised one); ``None`` without data."""
+    if not reference or not other:
+        return None
+    from scipy.stats import mannwhitneyu
+
+    alternative = "greater" if direction == "max" else "less"
+    return float(mannwhitneyu(reference, other, alternative=alternative).pvalue)
+
+
+def _min_p(n: int, m: int) -> float:
+    """The smallest one-sided p-value an exact Mann–Whitney U test of ``n`` vs ``m`` samples can give."""
+    return 1.0 / math.comb(n + m, n)
+
+
+def _better(a: float, b: float, direction: str) -> bool:
+    return a > b if direction == "max" else a < b
+
+
+def _fmt(v: float | None, digits: int = 10) -> str:
+    return "—" if v is None else f"{v:.{digits}g}"
+
+
+def _read_metrics(run_dir: Path) -> list[dict]:
+    path = run_dir / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _study_spec(args: argparse.Namespace, names: list[str], overrides: dict) -> dict:
+    return {"kind": "compare", "env_id": args.env_id, "configs": names, "seeds": args.seeds,
+            "init": args.init, "overrides": overrides}
+
+
+def _prepare_root(args: argparse.Namespace, spec: dict) -> tuple[Path, dict]:
+    """The study directory and the study to run: new (``--run-dir`` or a fresh default), or the
+    stored one ``--resume`` finishes (its overrides, with ``steps``/``budget_s``/``image_every`` from
+    the command line when given; other given values must match)."""
+    from discoverygym.io import file_in_the_way
+
+    if args.run_dir is None:
+        if args.resume:
+            raise StudyUsage("--resume needs --run-dir (the study directory to finish)")
+        root = default_study_dir(args.env_id)
+    else:
+        root = Path(args.run_dir)
+        blocker = file_in_the_way(root)
+        if blocker is not None:
+            raise StudyUsage(f"{blocker} exists and is not a directory (it cannot hold --run-dir {root})")
+    stored_path = root / "study.json"
+    if args.resume:
+        if not stored_path.is_file():
+            raise StudyUsage(f"--resume: {root} holds no compare study (no study.json)")
+        try:
+            stored = json.loads(stored_path.read_text())
+        except (OSError, ValueError) as exc:
+            raise StudyUsage(f"cannot read {stored_path}: {exc}") from None
+        given, kept = spec["overrides"], dict(stored.get("overrides", {}))
+        diff = sorted(k for k in spec if k != "overrides" and stored.get(k) != spec[k])
+        diff += sorted(k for k, v in given.items() if k not in _CHANGEABLE and kept.get(k) != v)
+        if diff:
+            raise StudyUsage(f"--resume continues the stored study; these arguments differ from it: {', '.join(diff)}"
+                             f" (stored: {json.dumps({k: stored.get(k, kept.get(k)) for k in diff})})")
+        kept.update({k: v for k, v in given.items() if k in _CHANGEABLE})
+        return root, {**stored, "overrides": kept}
+    if stored_path.exists():
+        raise StudyUsage(f"{root} already holds a compare study: finish it with --resume, or drop --run-dir "
+                         "for a new study directory")
+    if root.is_dir() and any(root.iterdir()):
+        raise StudyUsage(f"{root} is not empty: choose another --run-dir (or none, for a new study directory)")
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "study.json").write_text(json.dumps(spec, indent=2) + "\n")
+    return root, spec
+
+
+#: TrainConfig fields a resumed study may change.
+_CHANGEABLE = ("steps", "budget_s", "image_every")
+
+
+def _run_one(config: Any, run_dir: Path, initial: Any, on_step: Any) -> str:
+    """Finish one (config, seed) run; returns what was done: ``done`` (already finished), ``resumed``,
+    ``new``."""
+    from discoverygym.agents.trainer import TrainConfig, Trainer, has_checkpoint
+
+    done_path = run_dir / "compare-done.json"
+    if done_path.exists():
+        return "done"
+    if has_checkpoint(run_dir):
+        stored = json.loads((run_dir / "config.json").read_text())
+        stored.update({k: getattr(config, k) for k in _CHANGEABLE})
+        Trainer(TrainConfig(**stored), run_dir, initial=initial, resume=True, callback=on_step).run()
+        how = "resumed"
+    else:
+        if run_dir.exists():  # killed before its first checkpoint: nothing to keep
+            shutil.rmtree(run_dir)
+        Trainer(config, run_dir, initial=initial, callback=on_step).run()
+        how = "new"
+    done_path.write_text(json.dumps({"finished": True}) + "\n")
+    return how
+
+
+def _run_summary(name: str, seed: int, config: Any, run_dir: Path) -> dict:
+    """What the study reports of one finished run, read from its files (so resumed runs count fully)."""
+    metrics = _read_metrics(run_dir)
+    best = json.loads((run_dir / "best.json").read_text()) if (run_dir / "best.json").exists() else {}
+    per_step = config.groups * config.group_size
+    return {"config": name, "seed": seed, "start_score": best.get("initial_score"), "best_score": best.get("score"),
+            "steps": len(metrics), "evaluations": len(metrics) * per_step,
+            "wall_s": sum(m.get("perf/step_time_s", 0.0) for m in metrics), "run_dir": str(run_dir),
+            "curve": [(m["step"] * per_step, m["score/best"]) for m in metrics]}
+
+
+def study(args: argparse.Namespace, console: Console, names: list[str], overrides: dict, initial: Any,
+          make_config: Any) -> int:
+    """Run (or finish, with ``--resume``) the study of ``names`` x ``args.seeds`` on ``args.env_id``; print
+    the table and verdicts (or JSON), write ``results.csv``, ``compare.png`` and ``summary.json``.
+
+    Args:
+        args: the parsed ``compare`` arguments.
+        console: where the table goes.
+        names: the ablation configs, the first being the reference of the rank tests.
+        overrides: TrainConfig fields from the command line (no seed).
+        initial: the start construction or ``None``.
+        make_config: ``(name, seed, overrides) -> TrainConfig`` (validates, checks that the policy fits).
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from discoverygym.envs.registry import ENVS
+
+    problem = ENVS[args.env_id]
+    for n in names:  # refuse bad values before a study directory is made
+        make_config(n, 0, overrides)
+    root, spec = _prepare_root(args, _study_spec(args, names, overrides))
+    args.study_dir = str(root)  # for the interrupt hint
+    configs = {(n, s): make_config(n, s, spec["overrides"]) for n in names for s in range(args.seeds)}
+    total = sum(c.steps for c in configs.values())
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("best {task.fields[best]}"), TimeElapsedColumn(), console=console,
+                        disable=args.json)
+    task = progress.add_task("compare", total=total, best="—")
+    finished_steps = 0
+    t0 = time.perf_counter()
+    runs = []
+    with progress:
+        for (name, seed), config in configs.items():
+            run_dir = root / f"{name}-seed{seed}"
+            progress.update(task, description=f"{name} seed {seed}")
+            base = finished_steps
+
+            def on_step(m: dict, base: int = base) -> None:
+                progress.update(task, completed=base + m["step"], best=_fmt(m["score/best"], 8))
+
+            how = _run_one(config, run_dir, initial, on_step)
+            finished_steps += config.steps
+            progress.update(task, completed=finished_steps)
+            r = _run_summary(name, seed, config, run_dir)
+            runs.append(r)
+            if not args.json:
+                progress.console.print(f"{name} seed {seed}: best {_fmt(r['best_score'])} "
+                                       f"({r['evaluations']} evaluations, {r['wall_s']:.1f} s"
+                                       f"{', already finished' if how == 'done' else ', resumed' if how == 'resumed' else ''})",
+                                       highlight=False)
+    wall = time.perf_counter() - t0
+    rows = _rows(names, runs, problem.direction)
+    _write_csv(root / "results.csv", runs)
+    plot = root / "compare.png"
+    _plot(names, runs, problem, args.seeds, plot)
+    verdicts = _verdicts(rows, problem.direction)
+    summary = {"env_id": args.env_id, "record": problem.sota.get("value"), "direction": problem.direction,
+               "rows": rows, "verdicts": verdicts, "plot": str(plot), "results": str(root / "results.csv"),
+               "run_dir": str(root), "wall_s": wall}
+    (root / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    better = "higher" if problem.direction == "max" else "lower"
+    from rich import box
+
+    table = Table(title=f"{problem.title}: best {problem.quantity} over {args.seeds} seed(s) ({better} is better; "
+                  f"record {problem.sota.get('value')})", box=box.SIMPLE_HEAD)
+    for col, justify in (("config", "left"), ("evals/run", "right"), ("wall s/run", "right"), ("start", "right"),
+                         ("best: mean ± sd", "right"), ("best of seeds", "right"), (f"p vs {names[0]}", "right")):
+        table.add_column(col, justify=justify, overflow="fold")
+    for r in rows:
+        mean = "—" if r["mean"] is None else f"{r['mean']:.8g} ± {r['sd']:.2g}"
+        p = "ref" if r["config"] == names[0] else _fmt(r["p_vs_first"], 3)
+        table.add_row(r["config"], str(r["evaluations"]), f"{r['wall_s']:.1f}", _fmt(r["start"], 8), mean,
+                      _fmt(r["best"], 8), p)
+    console.print(table)
+    for line in verdicts:
+        console.print(line, highlight=False, soft_wrap=True)
+    console.print(f"p: one-sided Mann–Whitney U, H1 = {names[0]} {'higher' if problem.direction == 'max' else 'lower'}"
+                  f" than the config; verdicts at α = {ALPHA}", highlight=False, soft_wrap=True)
+    console.print(f"plot: {plot}; per-run results: {root / 'results.csv'}; TensorBoard: tensorboard --logdir {root}",
+                  highlight=False, soft_wrap=True)
+    console.print(f"study: {root} ({wall:.1f} s this call; finish a killed one with "
+                  f"`discoverygym compare {args.env_id} --configs {','.join(names)} --seeds {args.seeds} "
+                  f"--run-dir {root} --resume`)", highlight=False, soft_wrap=True)
+    return 0
+
+
+def _rows(names: list[str], runs: list[dict], direction: str) -> list[dict]:
+    """One summary row per config (with the rank test against the first config)."""
+    by = {n: [r for r in runs if r["config"] == n] for n in names}
+    ref = [r["best_score"] for r in by[names[0]] if r["best_score"] is not None]
+    rows = []
+    for n in names:
+        bests = [r["best_score"] for r in by[n]]
+        valid = [b for b in bests if b is not None]
+        starts = [r["start_score"] for r in by[n] if r["start_score"] is not None]
+        best = None
+        for b in valid:
+            if best is None or _better(b, best, direction):
+                best = b
+        rows.append({
+            "config": n, "bests": bests, "n": len(valid),
+            "mean": statistics.fmean(valid) if valid else None,
+            "sd": statistics.stdev(valid) if len(valid) > 1 else 0.0,
+            "best": best, "start": statistics.fmean(starts) if starts else None,
+            "evaluations": max((r["evaluations"] for r in by[n]), default=0),
+            "wall_s": statistics.fmean(r["wall_s"] for r in by[n]) if by[n] else 0.0,
+            "p_vs_first": None if n == names[0] else rank_test(ref, valid, direction),
+        })
+    return rows
+
+
+def _verdicts(rows: list[dict], direction: str) -> list[str]:
+    """Plain sentences: does the first config beat each other one, and is that significant?"""
+    ref, lines = rows[0], []
+    if len(rows) == 1:
+        return [f"verdict: only {ref['config']} was run; nothing to compare"]
+    for r in rows[1:]:
+        p = r["p_vs_first"]
+        if p is None or ref["mean"] is None or r["mean"] is None:
+            lines.append(f"verdict: {ref['config']} vs {r['config']}: no valid runs to compare")
+            continue
+        ahead = _better(ref["mean"], r["mean"], direction)
+        if p < ALPHA:
+            lines.append(f"verdict: {ref['config']} beats {r['config']} (p = {p:.3g} < {ALPHA}, "
+                         f"{ref['n']} vs {r['n']} seeds)")
+            continue
+        word = "ahead of" if ahead else ("level with" if ref["mean"] == r["mean"] else "behind")
+        floor = _min_p(ref["n"], r["n"])
+        if math.isclose(p, floor, rel_tol=1e-9):
+            lines.append(f"verdict: {ref['config']} beats {r['config']} in every pairing of seeds (p = {p:.3g}, the "
+                         f"smallest {ref['n']} vs {r['n']} seeds can give), which is not significant at α = {ALPHA}"
+                         + (": use more --seeds" if floor >= ALPHA else ""))
+            continue
+        line = (f"verdict: {ref['config']} is {word} {r['config']} on the mean, but not significantly "
+                f"(p = {p:.3g} ≥ {ALPHA})")
+        if floor >= ALPHA:
+            line += (f"; {ref['n']} vs {r['n']} seeds cannot reach p < {ALPHA} (smallest possible p = {floor:.3g}): "
+                     "use more --seeds")
+        lines.append(line)
+    return lines
+
+
+def _write_csv(path: Path, runs: list[dict]) -> None:
+    """``results.csv``: one row per (config, seed) run."""
+    cols = ("config", "seed", "start_score", "best_score", "steps", "evaluations", "wall_s", "run_dir")
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        for r in runs:
+            w.writerow({**r, "wall_s": f"{r['wall_s']:.3f}",
+                        "start_score": "" if r["start_score"] is None else repr(r["start_score"]),
+                        "best_score": "" if r["best_score"] is None else repr(r["best_score"])})
+
+
+def _plot(names: list[str], runs: list[dict], problem: Any, seeds: int, path: Path) -> None:
+    """Best score against evaluations: per config the mean over seeds (line) and the min–max over
+    seeds (shaded), from the start score at 0 evaluations; the record as a dashed line when it is
+    within sight of the curves (matplotlib, Agg)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.8), dpi=110)
+    lo_all, hi_all = math.inf, -math.inf
+    for i, name in enumerate(names):
+        curves = []
+        for r in runs:
+            if r["config"] != name:
+                continue
+            pts = [(0, r["start_score"])] + r["curve"] if r["start_score"] is not None else r["curve"]
+            curves.append([(x, y) for x, y in pts if y is not None])
+        length = min((len(c) for c in curves), default=0)
+        if not length:
+            continue
+        xs = [curves[0][j][0] for j in range(length)]
+        ys = [[c[j][1] for c in curves] for j in range(length)]
+        mean = [statistics.fmean(v) for v in ys]
+        lo, hi = [min(v) for v in ys], [max(v) for v in ys]
+        lo_all, hi_all = min(lo_all, *lo), max(hi_all, *hi)
+        colour = f"C{i % 10}"
+        ax.plot(xs, mean, color=colour, lw=2, marker="o", ms=3, label=f"{name} (mean of {len(curves)})")
+        if len(curves) > 1:
+            ax.fill_between(xs, lo, hi, color=colour, alpha=0.2, lw=0)
+    record = problem.sota.get("value")
+    if record is not None and math.isfinite(lo_all):
+        span = max(hi_all - lo_all, abs(hi_all) * 1e-9, 1e-12)
+        if lo_all - 2 * span <= record <= hi_all + 2 * span:
+            ax.axhline(record, color="k", ls="--", lw=1, label=f"record {record:.8g}")
+    ax.set_xlabel("evaluations (candidates judged per run)")
+    better = "higher" if problem.direction == "max" else "lower"
+    ax.set_ylabel(f"best {problem.quantity} ({better} is better)")
+    ax.set_title(f"{problem.title}: best so far vs evaluations, {seeds} seed(s); shaded: min–max over seeds"
+                 + ("" if record is None else f"\nrecord {record:.10g}"), fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.ticklabel_format(axis="y", useOffset=False)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)

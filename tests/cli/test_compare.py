@@ -1,0 +1,83 @@
+"""``discoverygym compare`` as a study: table, verdict, results.csv, plot, new dirs, --resume."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+pytest.importorskip("torch", reason="the agents need torch (pip install 'discoverygym[rl]')")
+pytest.importorskip("scipy", reason="the rank test needs scipy")
+
+from discoverygym.cli import main
+from discoverygym.cli.compare import default_study_dir, rank_test
+
+TINY = ["CirclePacking-26-v0", "--configs", "full,naive-rl", "--seeds", "2", "--steps", "2", "--groups", "2",
+        "--group-size", "4"]
+
+
+def test_study_prints_budget_start_spread_test_and_verdict(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "160")
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", *TINY]) == 0
+    out = capsys.readouterr().out
+    for word in ("evals/run", "wall s/run", "start", "best: mean ± sd", "best of seeds", "p vs full", "verdict:",
+                 "Mann–Whitney"):
+        assert word in out, word
+    assert "2 vs 2 seeds cannot reach p < 0.05" in out  # the verdict says why 2 seeds prove nothing
+    (root,) = (tmp_path / "runs").iterdir()
+    assert root.name.startswith("compare-CirclePacking-26-v0-")
+    rows = list(csv.DictReader((root / "results.csv").read_text().splitlines()))
+    assert [(r["config"], r["seed"]) for r in rows] == [("full", "0"), ("full", "1"), ("naive-rl", "0"),
+                                                        ("naive-rl", "1")]
+    assert all(int(r["evaluations"]) == 2 * 2 * 4 and float(r["best_score"]) >= float(r["start_score"]) for r in rows)
+    assert (root / "compare.png").stat().st_size > 10_000  # a real matplotlib figure, not a blank canvas
+    # a second identical command gets its own study directory instead of failing
+    assert main(["compare", *TINY]) == 0
+    assert len(list((tmp_path / "runs").iterdir())) == 2
+
+
+def test_killed_study_resumes_to_the_uninterrupted_result(tmp_path, capsys, monkeypatch):
+    from discoverygym.agents.trainer import Trainer
+
+    assert main(["compare", *TINY, "--run-dir", str(tmp_path / "ref"), "--json"]) == 0
+    ref = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    real, calls = Trainer.train_step, []
+
+    def dies_at_step_four(self):
+        calls.append(1)
+        if len(calls) == 4:  # the second run's second step: its first step is checkpointed
+            raise KeyboardInterrupt
+        return real(self)
+
+    monkeypatch.setattr(Trainer, "train_step", dies_at_step_four)
+    study = tmp_path / "killed"
+    assert main(["compare", *TINY, "--run-dir", str(study)]) == 130
+    assert "--resume" in capsys.readouterr().out
+    monkeypatch.setattr(Trainer, "train_step", real)
+    # without --resume the study directory is refused, with it the study finishes
+    assert main(["compare", *TINY, "--run-dir", str(study)]) == 2
+    assert "--resume" in capsys.readouterr().err
+    assert main(["compare", *TINY, "--run-dir", str(study), "--resume", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert [r["bests"] for r in got["rows"]] == [r["bests"] for r in ref["rows"]]  # resume is exact
+    rows = list(csv.DictReader((study / "results.csv").read_text().splitlines()))
+    assert [int(r["steps"]) for r in rows] == [2, 2, 2, 2]
+    # a changed hyper-parameter is refused on resume
+    assert main(["compare", *TINY, "--run-dir", str(study), "--resume", "--group-size", "8"]) == 2
+    assert "group_size" in capsys.readouterr().err
+
+
+def test_rank_test_is_one_sided_in_the_problem_direction():
+    hi, lo = [3.0, 4.0, 5.0, 6.0], [0.0, 1.0, 2.0, 2.5]
+    assert rank_test(hi, lo, "max") < 0.05 < rank_test(lo, hi, "max")
+    assert rank_test(lo, hi, "min") < 0.05 < rank_test(hi, lo, "min")
+    assert rank_test([], lo, "max") is None
+
+
+def test_default_study_dir_never_reuses_a_directory(tmp_path):
+    first = default_study_dir("X-v0", tmp_path, now=0)
+    first.mkdir()
+    second = default_study_dir("X-v0", tmp_path, now=0)
+    assert second != first and second.name == first.name + "-2"
