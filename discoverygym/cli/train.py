@@ -237,7 +237,7 @@ def _train(args: argparse.Namespace, console: Console) -> int:
     """``train`` for every learner: the numeric policy on constructions, an LLM on programs."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from discoverygym.agents.trainer import ABLATIONS, TrainConfig, Trainer, ablation_config
+    from discoverygym.agents.trainer import ABLATIONS, TrainConfig, Trainer, ablation_config, policy_mismatch
     from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
     from discoverygym.policy import is_llm_spec
 
@@ -268,9 +268,9 @@ def _train(args: argparse.Namespace, console: Console) -> int:
         config = _make_config(ablation_config, name, env_id=args.env_id, init=args.init, **overrides)
         initial = _load_init(args.init)
     if config.family == "numeric":
-        if config.env_id not in ENVS:
-            raise _Usage(f"{config.env_id} takes programs: train it with an LLM policy "
-                         "(--policy hf:PATH_OR_ID, openai:URL, vllm:MODEL, tinker:MODEL)")
+        mismatch = policy_mismatch(config)
+        if mismatch:
+            raise _Usage(mismatch)
         _check_policy_fits(config)
     llm = config.family == "llm"
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),

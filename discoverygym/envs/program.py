@@ -308,6 +308,9 @@ class ProgramEnv(CandidateEnv[dict, str]):
         Raises:
             ValueError: an injected dict state without code, or whose program fails now.
             RuntimeError: the task's own initial program fails (a bug in the task).
+
+        With ``evaluate_initial=False`` the initial state is *unscored* (``info["unscored"]``), so
+        that trainers and search start from its program without counting it as a failure.
         """
         super().reset(seed=seed)
         self._steps = 0
@@ -319,8 +322,10 @@ class ProgramEnv(CandidateEnv[dict, str]):
                 if not self.state.valid:
                     raise RuntimeError(f"initial program of {self.task.name} fails: {self.state.error}")
             else:
+                reason = "not scored at reset (evaluate_initial=False: scoring may need hardware this machine lacks)"
                 self.state = State(None, None, self.failure_reward, False, code=program, id=self._new_id(),
-                                   error="not scored at reset (evaluate_initial=False)")
+                                   error="not scored at reset (evaluate_initial=False)",
+                                   metadata={"unscored": True, "unscored_reason": reason})
         else:
             self.state = self.admit(given)  # a copy: the caller's state is never mutated
         return self._observation(), self._info(self.state)
