@@ -44,10 +44,12 @@ from discoverygym.errors import BackendUnavailable, InvalidSolution
 from discoverygym.rewards.common import Score
 from discoverygym.types import State
 
-__all__ = ["MAX_PROGRAM", "ProgramEnv", "ProgramTask", "unscored_reason"]
+__all__ = ["INITIAL_CACHE_SIZE", "MAX_PROGRAM", "ProgramEnv", "ProgramTask", "unscored_reason"]
 
 #: longest prompt / program accepted by the text spaces (characters).
 MAX_PROGRAM = 1_000_000
+#: initial-state evaluations a ProgramEnv keeps, one per program seed (see ``ProgramEnv.reset``).
+INITIAL_CACHE_SIZE = 32
 
 
 def unscored_reason(exc: BaseException, limit: int = 400) -> str:
@@ -205,6 +207,7 @@ class ProgramEnv(CandidateEnv[dict, str]):
         if not isinstance(raise_unavailable, bool):
             raise ValueError(f"raise_unavailable must be True or False, got {raise_unavailable!r}")
         self.raise_unavailable = raise_unavailable
+        self._initial_cache: dict[tuple[int, str], State] = {}
         if isinstance(task, str):
             raise TypeError(
                 f"ProgramEnv takes a built ProgramTask, not the name {task!r}: build a registered env with "
@@ -309,6 +312,10 @@ class ProgramEnv(CandidateEnv[dict, str]):
             ValueError: an injected dict state without code, or whose program fails now.
             RuntimeError: the task's own initial program fails (a bug in the task).
 
+        The initial program's evaluation is cached per program seed (the last
+        :data:`INITIAL_CACHE_SIZE` seeds; not for ``nondeterministic`` tasks), so resets with the
+        same seed (``check_env``, vector envs, reuse wrappers) do not judge the baseline again.
+
         With ``evaluate_initial=False`` the initial state is *unscored* (``info["unscored"]``), so
         that trainers and search start from its program without counting it as a failure.
         """
@@ -318,9 +325,18 @@ class ProgramEnv(CandidateEnv[dict, str]):
         if given is None:
             program = self.task.initial_program()
             if self.task.evaluate_initial:
-                self.state = self.evaluate_program(program, seed=self._new_seed(), id=self._new_id())
-                if not self.state.valid:
-                    raise RuntimeError(f"initial program of {self.task.name} fails: {self.state.error}")
+                program_seed, state_id = self._new_seed(), self._new_id()  # this order: as before the cache
+                key = (program_seed, program)
+                judged = self._initial_cache.get(key)
+                if judged is None:
+                    judged = self.evaluate_program(program, seed=program_seed, id=state_id)
+                    if not judged.valid:
+                        raise RuntimeError(f"initial program of {self.task.name} fails: {judged.error}")
+                    if not self.task.nondeterministic:  # a measurement (a timing) is taken anew each time
+                        if len(self._initial_cache) >= INITIAL_CACHE_SIZE:
+                            self._initial_cache.pop(next(iter(self._initial_cache)))
+                        self._initial_cache[key] = judged
+                self.state = self._copy_given(judged, id=state_id)
             else:
                 reason = "not scored at reset (evaluate_initial=False: scoring may need hardware this machine lacks)"
                 self.state = State(None, None, self.failure_reward, False, code=program, id=self._new_id(),
