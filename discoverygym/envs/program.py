@@ -29,6 +29,8 @@ Example:
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -336,7 +338,8 @@ class ProgramEnv(CandidateEnv[dict, str]):
                         if len(self._initial_cache) >= INITIAL_CACHE_SIZE:
                             self._initial_cache.pop(next(iter(self._initial_cache)))
                         self._initial_cache[key] = judged
-                self.state = self._copy_given(judged, id=state_id)
+                # a deep copy each time: callers keep (and may change) what reset returns to them
+                self.state = dataclasses.replace(judged, id=state_id, metadata=copy.deepcopy(judged.metadata))
             else:
                 reason = "not scored at reset (evaluate_initial=False: scoring may need hardware this machine lacks)"
                 self.state = State(None, None, self.failure_reward, False, code=program, id=self._new_id(),

@@ -285,3 +285,11 @@ def test_initial_evaluation_is_cached_per_seed():
     env.reset(seed=0)
     env.reset(seed=0)
     assert noisy.calls == 2
+
+
+def test_cached_initial_states_share_no_data():
+    env = ProgramEnv(ToyTask())
+    _, first = env.reset(seed=0)
+    first["state"].metadata["cases"][0]["score"] = -1  # a caller changing what it was given
+    _, again = env.reset(seed=0)
+    assert again["state"].metadata["cases"][0]["score"] == 1
