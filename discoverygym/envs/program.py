@@ -207,7 +207,7 @@ class ProgramEnv(CandidateEnv[dict, str]):
         **task_kwargs: Any,
     ) -> None:
         if not isinstance(raise_unavailable, bool):
-            raise ValueError(f"raise_unavailable must be True or False, got {raise_unavailable!r}")
+            raise ValueError(f"raise_unavailable must be True or False, got {raise_unavailable!r}")  # noqa: TRY004 - a bad option value, as the task options
         self.raise_unavailable = raise_unavailable
         self._initial_cache: dict[tuple[int, str], State] = {}
         if isinstance(task, str):

@@ -9,7 +9,7 @@ import gymnasium as gym
 import pytest
 
 import discoverygym  # noqa: F401 - registers the env ids
-from discoverygym.envs.kernels import CPU_PROXY_NOTE, _EXAMPLES
+from discoverygym.envs.kernels import _EXAMPLES, CPU_PROXY_NOTE
 from discoverygym.errors import BackendUnavailable
 from discoverygym.search.archive import Archive
 from discoverygym.types import State
