@@ -65,6 +65,13 @@ class State:
     error: str | None = None
     metadata: dict = field(default_factory=dict, compare=False)
 
+    @property
+    def unscored(self) -> bool:
+        """Whether the candidate could not be scored here (``metadata["unscored"]``): e.g. a correct
+        kernel on a machine without a GPU. Such a state is not valid and carries the failure reward,
+        but it is no failure of the candidate: trainers leave it out of advantages, archives drop it."""
+        return bool(self.metadata.get("unscored"))
+
     def to_dict(self) -> dict:
         """Plain-JSON dictionary (round-trips through :meth:`from_dict`)."""
         out = asdict(self)

@@ -75,6 +75,9 @@ class TrajectoryGroup:
         logprobs: ``[N, T]`` behaviour log-probs, or ``None`` when the samples carry none.
         mask: ``[N, T]`` bool action-token mask, or ``None`` with ``logprobs``.
         beta: the objective's β for this group (NaN when not applicable).
+        scored: ``[N]`` bool tensor, False for an *unscored* rollout (its reward is not a verdict,
+            e.g. a correct kernel without a GPU: it gets no advantage and stays out of the update);
+            ``None`` means every rollout was scored.
     """
 
     group_id: int
@@ -86,11 +89,12 @@ class TrajectoryGroup:
     logprobs: torch.Tensor | None = None
     mask: torch.Tensor | None = None
     beta: float = float("nan")
+    scored: torch.Tensor | None = None
 
     @classmethod
     def from_samples(cls, group_id: int, start: State, samples: Sequence[Any], rewards: Sequence[float] | torch.Tensor,
                      advantages: Sequence[float] | torch.Tensor | None = None, keep: bool = True,
-                     beta: float = float("nan")) -> TrajectoryGroup:
+                     beta: float = float("nan"), scored: Sequence[bool] | torch.Tensor | None = None) -> TrajectoryGroup:
         """Build a group from samples and rewards (log-probs read with :func:`behaviour_logprobs`).
 
         Raises:
@@ -101,9 +105,12 @@ class TrajectoryGroup:
         if r.numel() != len(samples) or a.numel() != len(samples):
             raise ValueError(f"a group of {len(samples)} samples needs {len(samples)} rewards and advantages, "
                              f"got {r.numel()} and {a.numel()}")
+        sc = None if scored is None else torch.as_tensor(scored, dtype=torch.bool).reshape(-1)
+        if sc is not None and sc.numel() != len(samples):
+            raise ValueError(f"a group of {len(samples)} samples needs {len(samples)} scored flags, got {sc.numel()}")
         lp = behaviour_logprobs(samples)
         return cls(int(group_id), start, tuple(samples), r, a, bool(keep), lp[0] if lp else None,
-                   lp[1] if lp else None, float(beta))
+                   lp[1] if lp else None, float(beta), sc)
 
     @property
     def actions(self) -> list[Any]:
@@ -127,11 +134,13 @@ class TrainBatch:
 
     @classmethod
     def from_step(cls, starts: Sequence[State], samples: Sequence[Sequence[Any]], rewards: torch.Tensor,
-                  advantages: Any, *, step: int, kl_coef: float) -> TrainBatch:
+                  advantages: Any, *, step: int, kl_coef: float, scored: torch.Tensor | None = None) -> TrainBatch:
         """The trainer's batch: ``rewards`` ``[G, N]``, ``advantages`` an
-        :class:`~discoverygym.agents.objectives.Advantages` (``adv`` ``[G, N]``, ``keep``/``beta`` ``[G]``)."""
+        :class:`~discoverygym.agents.objectives.Advantages` (``adv`` ``[G, N]``, ``keep``/``beta`` ``[G]``),
+        ``scored`` ``[G, N]`` bool or None (all scored)."""
         groups = tuple(TrajectoryGroup.from_samples(g, starts[g], samples[g], rewards[g], advantages.adv[g],
-                                                    bool(advantages.keep[g]), float(advantages.beta[g]))
+                                                    bool(advantages.keep[g]), float(advantages.beta[g]),
+                                                    None if scored is None else scored[g])
                        for g in range(len(samples)))
         return cls(groups, int(step), float(kl_coef))
 
@@ -152,8 +161,9 @@ class TrainBatch:
 
     @property
     def kept(self) -> torch.Tensor:
-        """``[B]`` bool: the rollout's group was kept by the objective."""
-        return torch.tensor([g.keep for g in self.groups for _ in g.samples], dtype=torch.bool)
+        """``[B]`` bool: the rollout's group was kept by the objective and the rollout was scored."""
+        return torch.tensor([g.keep and (g.scored is None or bool(g.scored[i]))
+                             for g in self.groups for i in range(len(g.samples))], dtype=torch.bool)
 
 
 def gradient_update(learner: Any, batch: TrainBatch, *, update_on_constant: bool = False) -> dict[str, float] | None:

@@ -59,7 +59,7 @@ from discoverygym.search.reuse import EpsilonGreedyReuse, NoReuse, PUCTReuse, Re
 from discoverygym.types import State
 
 __all__ = ["ABLATIONS", "METRICS", "NaiveRL", "TTTDiscover", "TrainConfig", "TrainResult", "Trainer",
-           "ablation_config", "build_learners"]
+           "ablation_config", "build_learners", "policy_mismatch", "scored_advantages"]
 
 #: the learning rate when none is given: ours for the numeric policy (the paper's 4e-5 is for LoRA
 #: adapters of an LLM and moves a 100-parameter Gaussian policy by nothing visible in 50 steps),
@@ -69,7 +69,7 @@ DEFAULT_LR = {"numeric": 0.05, "llm": 4e-5}
 #: the metrics every step reports (``metrics.jsonl`` and TensorBoard; ``beta/group_<g>``,
 #: ``policy/<name>`` and ``errors`` come on top). One schema for every learner.
 METRICS = ("step", "reward/max", "reward/mean", "reward/min", "score/best", "reward/best", "beta/mean", "kl",
-           "loss", "grad_norm", "train_tokens", "groups_kept", "valid_fraction", "parsed_fraction",
+           "loss", "grad_norm", "train_tokens", "groups_kept", "valid_fraction", "unscored_fraction", "parsed_fraction",
            "archive/size", "perf/sample_s", "perf/eval_s", "perf/train_s", "perf/evals_per_s",
            "perf/tokens_per_s", "perf/step_time_s")
 
@@ -373,6 +373,9 @@ class Trainer:
         loss: Loss | None = None,
     ) -> None:
         self.config = config
+        mismatch = policy_mismatch(config, env)
+        if mismatch:
+            raise ValueError(mismatch)
         self.run_dir = Path(run_dir) if run_dir is not None else None
         if self.run_dir is not None and not resume and has_checkpoint(self.run_dir):
             raise FileExistsError(f"{self.run_dir} already holds a run; pass resume=True (--resume)")
@@ -430,7 +433,9 @@ class Trainer:
         """One step (module docstring, 1–6). Returns the step's metrics (:data:`METRICS`)."""
         cfg, t0 = self.config, time.perf_counter()
         # 1. start states (reuse rule), filled cyclically up to `groups`
-        picks = self.reuse.select(cfg.groups)
+        # an unscored initial state (a kernel env without a GPU) gives the archive no valid state:
+        # the groups then start from the initial program itself
+        picks = self.reuse.select(cfg.groups) or [self.initial]
         starts = [picks[i % len(picks)] for i in range(cfg.groups)]
         contexts = [SamplingContext(parent=s, inspirations=(s,), problem=self.problem, action_mode=cfg.action_mode,
                                     trajectory=g, step=self.step_index) for g, s in enumerate(starts)]
@@ -440,12 +445,14 @@ class Trainer:
         sample_s = t_eval - t0
         # 3. evaluation, recorded in the archive in rollout order
         rewards = torch.zeros(cfg.groups, cfg.group_size, dtype=torch.float64)
+        scored = torch.ones(cfg.groups, cfg.group_size, dtype=torch.bool)
         n_valid = n_parsed = 0
         errors: dict[str, int] = {}
         keys = [(g, k) for g, group in enumerate(samples) for k in range(len(group))]
         for (g, k), child in zip(keys, self._judge(starts, samples, keys)):
             sample = samples[g][k]
             rewards[g, k] = child.reward
+            scored[g, k] = not child.unscored
             n_valid += child.valid
             parse_error = getattr(sample, "parse_error", None)
             n_parsed += parse_error is None
@@ -455,15 +462,15 @@ class Trainer:
             elif child.reward > self.best.reward:
                 self.best = child
         eval_s = time.perf_counter() - t_eval
-        # 4. advantages from the group rewards (the objective hook)
-        adv = self.objective(rewards)
+        # 4. advantages from the group rewards (the objective hook), unscored rollouts left out
+        adv, _ = scored_advantages(self.objective, rewards, scored)  # unscored rollouts: no advantage, no update
         flat = [s for group in samples for s in group]
         # 5. one update on the typed batch (agents.batch.run_update: the learner's own update(batch),
-        #    else its train_step on the kept samples: KL shaping + the loss seam, one Adam step)
+        #    else its train_step on the kept, scored samples: KL shaping + the loss seam, one Adam step)
         update: dict[str, float] = {"loss": 0.0, "kl": 0.0, "tokens": 0, "grad_norm": 0.0}
         t_train = time.perf_counter()
         self.last_batch = TrainBatch.from_step(starts, samples, rewards, adv, step=self.step_index,
-                                               kl_coef=cfg.kl_coef)
+                                               kl_coef=cfg.kl_coef, scored=torch.as_tensor(scored, dtype=torch.bool))
         if cfg.train:
             done = run_update(self.learner, self.last_batch, update_on_constant=bool(cfg.update_on_constant))
             if done is not None:
@@ -485,6 +492,7 @@ class Trainer:
             "train_tokens": int(update["tokens"]),
             "groups_kept": int(adv.keep.sum()), "valid_fraction": n_valid / rewards.numel(),
             "parsed_fraction": n_parsed / rewards.numel(),
+            "unscored_fraction": float((~scored).sum()) / rewards.numel(),
             **{f"policy/{k}": v for k, v in self.learner.stats().items()},
             "archive/size": len(self.reuse.archive),
             "perf/sample_s": sample_s, "perf/eval_s": eval_s, "perf/train_s": train_s,
@@ -678,6 +686,70 @@ class Trainer:
         # drop what a killed run logged after its checkpoint (the resumed run logs those steps again)
         (self.run_dir / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in self.history))
         truncate_jsonl(self.run_dir / "samples.jsonl", self.step_index)
+
+
+def policy_mismatch(config: TrainConfig, env: gym.Env | None = None) -> str | None:
+    """One line saying why ``config.policy`` cannot write the actions of the run's env, or ``None``.
+
+    A registered numeric policy (``gaussian``) proposes constructions; a program env
+    (``TriMul-H100-v0``, ``AHC039-v0``...) takes programs, which only an LLM policy writes. Checked
+    from the registry (nothing is built) unless ``env`` is given.
+    """
+    if config.action_mode == "code":
+        return None  # an LLM writes programs for every env (code mode of construction envs)
+    if env is not None:
+        takes_programs = env.unwrapped.action_kind == "code"
+    else:
+        from discoverygym.envs.registry import PROGRAM_TASKS
+
+        takes_programs = config.env_id in PROGRAM_TASKS
+    if not takes_programs:
+        return None
+    return (f"{config.env_id} takes programs, which policy {config.policy!r} cannot write (it proposes "
+            "constructions): train it with an LLM policy (--policy hf:PATH_OR_ID, openai:URL, vllm:MODEL, "
+            "tinker:MODEL)")
+
+
+def scored_advantages(objective: Objective, rewards: torch.Tensor, scored: torch.Tensor) -> tuple[Any, torch.Tensor]:
+    """Advantages of the scored rollouts only, and the mask of rollouts that enter the update.
+
+    An *unscored* rollout (:attr:`State.unscored <discoverygym.types.State.unscored>`: e.g. a
+    correct kernel on a machine without a GPU) carries the failure reward although it did not
+    fail, so it must neither get an advantage nor shift its group's baseline. When every rollout
+    is scored this is ``objective(rewards)``; otherwise the objective is applied to each group's
+    scored rollouts alone (a group with fewer than two is dropped), and unscored rollouts get
+    advantage 0 and are left out of the update.
+
+    Args:
+        objective: the advantage function (:class:`~discoverygym.agents.objectives.Objective`).
+        rewards: ``[groups, rollouts]`` rewards.
+        scored: ``[groups, rollouts]`` bool, False for unscored rollouts.
+
+    Returns:
+        ``(advantages, use)``: an :class:`~discoverygym.agents.objectives.Advantages` of shape
+        ``[groups, rollouts]`` and a ``[groups * rollouts]`` bool mask (rollouts of kept groups
+        that were scored).
+    """
+    from discoverygym.agents.objectives import Advantages
+
+    scored = torch.as_tensor(scored, dtype=torch.bool)
+    if bool(scored.all()):
+        adv = objective(rewards)
+        return adv, adv.keep.repeat_interleave(rewards.shape[1])
+    groups = rewards.shape[0]
+    values = torch.zeros_like(rewards, dtype=torch.float64)
+    keep = torch.zeros(groups, dtype=torch.bool)
+    beta = torch.full((groups,), float("nan"), dtype=torch.float64)
+    for g in range(groups):
+        idx = scored[g].nonzero().flatten()
+        if idx.numel() < 2:
+            continue
+        part = objective(rewards[g, idx].reshape(1, -1))
+        keep[g] = bool(part.keep[0])
+        values[g, idx] = part.adv[0].to(torch.float64)
+        beta[g] = float(part.beta[0])
+    values = values * keep[:, None]
+    return Advantages(values, keep, beta), (keep[:, None] & scored).reshape(-1)
 
 
 def make_train_env(config: TrainConfig) -> gym.Env:

@@ -143,6 +143,9 @@ def audit(
     if isinstance(env, str):
         options = quick_options(env, env_kwargs) if quick else dict(env_kwargs)
         envs = [(env, make_env(env, **options))]
+        task = getattr(envs[0][1], "task", None)
+        if quick and getattr(task, "cpu_proxy", False):
+            task.cpu_proxy = False  # a quick audit stops a correct CPU kernel at timing ("not judged"), no proxy
         if envs[0][1].action_kind == "construction":
             code_opts = {"sandbox": QUICK_SANDBOX, **options} if quick else options
             envs.append((f"{env} (code)", make_env(env, action_mode="code", **code_opts)))
@@ -201,6 +204,12 @@ def audit_env(env: Any, exploit: Exploit, *, base: Any = None, label: str | None
         except Exception as exc:  # noqa: BLE001 - evaluate must never raise for a bad candidate
             detail = f"evaluate raised {type(exc).__name__}: {_short(exc)}"
         else:
+            if state.unscored:  # judged as far as this machine can (no GPU): as BackendUnavailable above
+                why = str(state.metadata.get("unscored_reason") or "")
+                passed = exploit.wrong_output and "passed" in why
+                observed = "REWARDED" if passed else "not judged"
+                detail = ("a wrong output passed the correctness stage: " if passed else "") + _short(why)
+        if state is not None and not state.unscored:
             reward = state.reward
             observed, detail = _classify(exploit, state, failure, base)
             if observed == "accepted, no gain":

@@ -97,6 +97,8 @@ def _evaluate(env_id: str, path: Path, timeout_s: float | None, seed: int = 0,
     refused = [k for k in options if accepted is not None and k not in accepted]
     if refused:
         raise UsageError(f"{env_id} takes no {', '.join('--' + k.replace('_', '-') for k in refused)} option")
+    if env_id in PROGRAM_TASKS:  # a candidate that cannot be scored here is exit 3, not an unscored state
+        options["raise_unavailable"] = True
     try:
         env = gym.make(env_id, **options).unwrapped
     except (TypeError, ValueError) as exc:
@@ -246,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--cases", metavar="DIR", help="AtCoder: judge on the input files in DIR instead of generated cases")
     group.add_argument("--n-cases", type=int, metavar="N", help="AtCoder: number of generated cases (default 150)")
     group.add_argument("--dataset", metavar="NAME", help="denoising: data set (default celltypist-pbmc)")
-    group.add_argument("--device", metavar="D", help="kernels: 'cuda' (timed) or 'cpu' (correctness on small shapes)")
+    group.add_argument("--device", metavar="D", help="kernels: 'cuda' (timed) or 'cpu' (small shapes, CPU-timing proxy score)")
     group.add_argument("--allow-unconfined", action="store_true",
                        help="kernels, denoising: judge even where bubblewrap cannot run (static checks and an "
                             "audit hook only; refused with exit 3 otherwise)")

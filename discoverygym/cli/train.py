@@ -245,7 +245,7 @@ def _train(args: argparse.Namespace, console: Console) -> int:
     """``train`` for every learner: the numeric policy on constructions, an LLM on programs."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from discoverygym.agents.trainer import ABLATIONS, TrainConfig, Trainer, ablation_config
+    from discoverygym.agents.trainer import ABLATIONS, TrainConfig, Trainer, ablation_config, policy_mismatch
     from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
     from discoverygym.policy import is_llm_spec
 
@@ -276,9 +276,9 @@ def _train(args: argparse.Namespace, console: Console) -> int:
         config = _make_config(ablation_config, name, env_id=args.env_id, init=args.init, **overrides)
         initial = _load_init(args.init)
     if config.family == "numeric":
-        if config.env_id not in ENVS:
-            raise _Usage(f"{config.env_id} takes programs: train it with an LLM policy "
-                         "(--policy hf:PATH_OR_ID, openai:URL, vllm:MODEL, tinker:MODEL)")
+        mismatch = policy_mismatch(config)
+        if mismatch:
+            raise _Usage(mismatch)
         _check_policy_fits(config)
     llm = config.family == "llm"
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -320,14 +320,17 @@ def _train(args: argparse.Namespace, console: Console) -> int:
     better = (lambda a, b: a < b) if problem.direction == "min" else (lambda a, b: a > b)
     best = result.best.score if result.best.valid else None
     start = result.initial.score
+    # a CPU-timing proxy score (kernel envs with device="cpu") is never compared with a GPU record
+    proxy = result.best.metadata.get("proxy") if result.best.valid else None
     improved = bool(best is not None and (start is None or better(best, start)))
     summary = {
         "env_id": config.env_id, "config": config.name, "policy": config.policy, "steps": result.steps,
         "elapsed_s": result.elapsed_s, "initial_score": start, "best_score": best, "record": record,
         "record_source": problem.sota.get("source"),
-        "gap_to_record": best - record if best is not None and has_record else None,
+        "gap_to_record": best - record if best is not None and has_record and not proxy else None,
         # the registered record is rounded: only an improvement over the start can beat it
-        "beats_record": bool(has_record and best is not None and better(best, record) and improved),
+        "beats_record": bool(has_record and best is not None and better(best, record) and improved and not proxy),
+        "proxy": proxy,
         "improved": improved, "run_dir": str(run_dir), "best_file": str(run_dir / "best.json"),
     }
     if args.json:
@@ -335,8 +338,8 @@ def _train(args: argparse.Namespace, console: Console) -> int:
         return 0
     title = f"{problem.title}: {config.name}" + (f" with {config.policy}" if llm else "") + f", {result.steps} steps"
     table = Table(title=title, show_header=False)
-    table.add_row("start", _fmt(start))
-    table.add_row("best", _fmt(best))
+    table.add_row("start", "unscored (not judged on this machine)" if result.initial.unscored else _fmt(start))
+    table.add_row("best", _fmt(best) + (f" ({proxy.upper()} proxy, not comparable with the GPU record)" if proxy else ""))
     table.add_row("published record", f"{record} ({problem.sota.get('source')})")
     if summary["gap_to_record"] is not None:
         table.add_row("gap to record", f"{summary['gap_to_record']:+.3e} ("

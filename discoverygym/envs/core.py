@@ -208,8 +208,10 @@ class CandidateEnv(gym.Env[ObsType, ActType], ABC):
 
         Returns:
             ``(obs, reward, terminated, truncated, info)``; ``terminated`` after ``horizon`` steps;
-            ``truncated`` is always False. The new candidate is ``info["state"]``; when valid and
-            the horizon is > 1, it becomes the current state.
+            ``truncated`` is True only for an *unscored* candidate (``info["unscored"]``: it could
+            not be judged on this machine, e.g. a correct kernel without a GPU; its reward is the
+            failure reward). The new candidate is ``info["state"]``; when valid and the horizon
+            is > 1, it becomes the current state.
 
         Raises:
             RuntimeError: ``step`` before ``reset``.
@@ -227,13 +229,13 @@ class CandidateEnv(gym.Env[ObsType, ActType], ABC):
         """Record one evaluated candidate and build ``step``'s return value.
 
         A valid child becomes the current state (the parent of the next step when horizon > 1);
-        ``terminated`` after ``horizon`` steps; ``truncated`` is always False.
+        ``terminated`` after ``horizon`` steps; ``truncated`` when the child is unscored.
         """
         self._steps += 1
         if child.valid:
             self.state = child
         terminated = self._steps >= self.horizon
-        return self._observation(), float(child.reward), terminated, False, self._info(child)
+        return self._observation(), float(child.reward), terminated, child.unscored, self._info(child)
 
     @abstractmethod
     def _observation(self) -> ObsType:
@@ -274,9 +276,13 @@ class CandidateEnv(gym.Env[ObsType, ActType], ABC):
 
         Keys: ``score``, ``valid``, ``error``, ``state``, ``metrics`` (the state's metadata without
         the measurements in :data:`MEASUREMENTS`), ``sota`` (a NaN record, i.e. none published,
-        becomes ``None``), ``failure_reward``.
+        becomes ``None``), ``failure_reward``, ``unscored`` (the candidate could not be judged on
+        this machine; see :attr:`State.unscored <discoverygym.types.State.unscored>`) and
+        ``unscored_reason`` (one line, ``None`` when scored).
         """
         return {
+            "unscored": state.unscored,
+            "unscored_reason": state.metadata.get("unscored_reason") if state.unscored else None,
             "score": state.score,
             "valid": state.valid,
             "error": state.error,

@@ -10,6 +10,16 @@ A task's ``evaluate`` raises :class:`~discoverygym.errors.InvalidSolution` with 
 failure (compile error, crash, timeout, wrong output, a rule broken); the env turns that into the
 failure reward. The score is always measured by the task's own code, never read from the program.
 
+**Unscored candidates.** When a task cannot score a candidate on this machine (it raises
+:class:`~discoverygym.errors.BackendUnavailable`: a correct kernel and no GPU to time it, no
+bubblewrap to judge it in), ``step`` does not raise: the candidate is *unscored*: its state is not
+valid, carries the failure reward, ``error = "unscored: <reason>"`` and ``metadata["unscored"] =
+True`` / ``metadata["unscored_reason"]`` (one line); ``info["unscored"]`` and
+``info["unscored_reason"]`` say the same, and ``step`` returns ``truncated=True`` (the episode
+ended for a reason outside the problem). discoverygym's trainers leave unscored rollouts out of
+the advantages and its archives drop them. ``raise_unavailable=True`` (``gym.make(env_id,
+raise_unavailable=True)``) raises the ``BackendUnavailable`` instead.
+
 Example:
     >>> import gymnasium as gym, discoverygym
     >>> env = gym.make("AHC039-v0", n_cases=10)          # doctest: +SKIP
@@ -19,6 +29,8 @@ Example:
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -30,14 +42,22 @@ from gymnasium import spaces
 from discoverygym.envs.core import CandidateEnv, problem_header, reward_of
 from discoverygym.envs.render import bars
 from discoverygym.envs.spaces import UnicodeText
-from discoverygym.errors import InvalidSolution
+from discoverygym.errors import BackendUnavailable, InvalidSolution
 from discoverygym.rewards.common import Score
 from discoverygym.types import State
 
-__all__ = ["MAX_PROGRAM", "ProgramEnv", "ProgramTask"]
+__all__ = ["INITIAL_CACHE_SIZE", "MAX_PROGRAM", "ProgramEnv", "ProgramTask", "unscored_reason"]
 
 #: longest prompt / program accepted by the text spaces (characters).
 MAX_PROGRAM = 1_000_000
+#: initial-state evaluations a ProgramEnv keeps, one per program seed (see ``ProgramEnv.reset``).
+INITIAL_CACHE_SIZE = 32
+
+
+def unscored_reason(exc: BaseException, limit: int = 400) -> str:
+    """The one-line reason of an unscored candidate: the first line of ``exc``'s message, cut to ``limit`` characters."""
+    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class ProgramTask(ABC):
@@ -147,6 +167,9 @@ class ProgramEnv(CandidateEnv[dict, str]):
         horizon: steps per episode (1 = one proposal per episode, as in the papers). With
             horizon > 1 each valid child becomes the parent of the next step.
         render_mode: ``None``, ``"ansi"`` (text summary) or ``"rgb_array"`` (picture).
+        raise_unavailable: raise :class:`~discoverygym.errors.BackendUnavailable` when the task
+            cannot score a candidate here (default False: the candidate is *unscored*, see the
+            module docstring, and ``step`` returns ``truncated=True``).
         **task_kwargs: refused (task options belong to ``gym.make(env_id, ...)``, which builds the
             task with them).
 
@@ -159,7 +182,7 @@ class ProgramEnv(CandidateEnv[dict, str]):
     Info (reset and step): ``score``, ``valid``, ``error``, ``state`` (:class:`State` with
     ``solution=None`` and ``code`` = the program; timings in ``metadata``), ``metrics`` (the task's
     facts, e.g. per-case scores), ``sota`` (a NaN record, i.e. none published, becomes ``None``),
-    ``failure_reward``.
+    ``failure_reward``, ``unscored`` (bool) and ``unscored_reason`` (one line, or ``None``).
 
     Attributes:
         action_kind: always ``"code"``.
@@ -180,8 +203,13 @@ class ProgramEnv(CandidateEnv[dict, str]):
         action_mode: str = "code",
         horizon: int = 1,
         render_mode: str | None = None,
+        raise_unavailable: bool = False,
         **task_kwargs: Any,
     ) -> None:
+        if not isinstance(raise_unavailable, bool):
+            raise ValueError(f"raise_unavailable must be True or False, got {raise_unavailable!r}")  # noqa: TRY004 - a bad option value, as the task options
+        self.raise_unavailable = raise_unavailable
+        self._initial_cache: dict[tuple[int, str], State] = {}
         if isinstance(task, str):
             raise TypeError(
                 f"ProgramEnv takes a built ProgramTask, not the name {task!r}: build a registered env with "
@@ -239,7 +267,11 @@ class ProgramEnv(CandidateEnv[dict, str]):
 
         Returns:
             A :class:`State` with ``code = source``: valid with score and reward, or invalid with
-            the failure reward and the reason in ``error``.
+            the failure reward and the reason in ``error``; an *unscored* one (module docstring)
+            when the task raised ``BackendUnavailable``.
+
+        Raises:
+            BackendUnavailable: the task cannot score here and ``raise_unavailable`` is True.
         """
         del parent
         metadata = dict(state_fields.pop("metadata", {}) or {})
@@ -253,6 +285,14 @@ class ProgramEnv(CandidateEnv[dict, str]):
             metadata["elapsed_s"] = time.perf_counter() - start
             metadata.update(getattr(exc, "metrics", None) or {})
             return State(None, None, self.failure_reward, False, code=source, error=str(exc),
+                         metadata=metadata, **state_fields)
+        except BackendUnavailable as exc:
+            if self.raise_unavailable:
+                raise
+            reason = unscored_reason(exc)
+            metadata["elapsed_s"] = time.perf_counter() - start
+            metadata.update(unscored=True, unscored_reason=reason)
+            return State(None, None, self.failure_reward, False, code=source, error=f"unscored: {reason}",
                          metadata=metadata, **state_fields)
         metadata.update(result.metrics)
         metadata["elapsed_s"] = time.perf_counter() - start
@@ -273,6 +313,13 @@ class ProgramEnv(CandidateEnv[dict, str]):
         Raises:
             ValueError: an injected dict state without code, or whose program fails now.
             RuntimeError: the task's own initial program fails (a bug in the task).
+
+        The initial program's evaluation is cached per program seed (the last
+        :data:`INITIAL_CACHE_SIZE` seeds; not for ``nondeterministic`` tasks), so resets with the
+        same seed (``check_env``, vector envs, reuse wrappers) do not judge the baseline again.
+
+        With ``evaluate_initial=False`` the initial state is *unscored* (``info["unscored"]``), so
+        that trainers and search start from its program without counting it as a failure.
         """
         super().reset(seed=seed)
         self._steps = 0
@@ -280,12 +327,24 @@ class ProgramEnv(CandidateEnv[dict, str]):
         if given is None:
             program = self.task.initial_program()
             if self.task.evaluate_initial:
-                self.state = self.evaluate_program(program, seed=self._new_seed(), id=self._new_id())
-                if not self.state.valid:
-                    raise RuntimeError(f"initial program of {self.task.name} fails: {self.state.error}")
+                program_seed, state_id = self._new_seed(), self._new_id()  # this order: as before the cache
+                key = (program_seed, program)
+                judged = self._initial_cache.get(key)
+                if judged is None:
+                    judged = self.evaluate_program(program, seed=program_seed, id=state_id)
+                    if not judged.valid:
+                        raise RuntimeError(f"initial program of {self.task.name} fails: {judged.error}")
+                    if not self.task.nondeterministic:  # a measurement (a timing) is taken anew each time
+                        if len(self._initial_cache) >= INITIAL_CACHE_SIZE:
+                            self._initial_cache.pop(next(iter(self._initial_cache)))
+                        self._initial_cache[key] = judged
+                # a deep copy each time: callers keep (and may change) what reset returns to them
+                self.state = dataclasses.replace(judged, id=state_id, metadata=copy.deepcopy(judged.metadata))
             else:
+                reason = "not scored at reset (evaluate_initial=False: scoring may need hardware this machine lacks)"
                 self.state = State(None, None, self.failure_reward, False, code=program, id=self._new_id(),
-                                   error="not scored at reset (evaluate_initial=False)")
+                                   error="not scored at reset (evaluate_initial=False)",
+                                   metadata={"unscored": True, "unscored_reason": reason})
         else:
             self.state = self.admit(given)  # a copy: the caller's state is never mutated
         return self._observation(), self._info(self.state)
@@ -298,9 +357,13 @@ class ProgramEnv(CandidateEnv[dict, str]):
     def summary(self, state: State) -> str:
         """One-paragraph text description of a state (the ``ansi`` render mode)."""
         head = f"{self.task.title} — {self.task.quantity}"
+        if state.unscored:
+            return f"{head}\nunscored (not judged on this machine): {state.metadata.get('unscored_reason')}\n"
         if not state.valid:
             return f"{head}\ninvalid: {state.error}\n"
         rows = "".join(f"{k}: {v}\n" for k, v in self.task.report(state))
+        if state.metadata.get("proxy"):
+            head += f" [{state.metadata['proxy'].upper()} proxy, not comparable with the GPU record]"
         return (f"{head}\nscore {state.score:.12g} (reward {state.reward:.6g}); published best "
                 f"{self.task.sota['value']} ({self.task.sota['source']})\n{rows}")
 

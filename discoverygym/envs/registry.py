@@ -199,6 +199,7 @@ def problem_of(env_id: str, action_mode: str = "construction", **options: Any) -
                 f"{env_id} candidates are programs: it needs action_mode 'code' (--action-mode code), "
                 f"not {action_mode!r}"
             )
+        options.pop("raise_unavailable", None)  # an env option (ProgramEnv), not a task option
         try:
             return make_task(env_id, **options)
         except TypeError as exc:
@@ -242,6 +243,7 @@ def make_program_env(
     action_mode: str = "code",
     horizon: int = 1,
     render_mode: str | None = None,
+    raise_unavailable: bool = False,
     **task_options: Any,
 ) -> ProgramEnv:
     """``gym.make`` entry point of program env ids: build the task, then a ProgramEnv.
@@ -249,7 +251,9 @@ def make_program_env(
     Args:
         task: the env id (the registered kwargs hold it) or a built :class:`ProgramTask`.
         problem: a built :class:`ProgramTask` to use instead (the keyword construction envs take too).
-        action_mode: must be ``"code"``; horizon, render_mode: :class:`ProgramEnv` arguments.
+        action_mode: must be ``"code"``; horizon, render_mode, raise_unavailable: :class:`ProgramEnv`
+            arguments (``raise_unavailable=True``: raise ``BackendUnavailable`` instead of returning
+            an unscored step).
         **task_options: options of the task factory (``n_cases``, ``dataset``, ``device``...).
 
     Raises:
@@ -263,7 +267,8 @@ def make_program_env(
         raise ValueError(f"task options {sorted(task_options)} need a task name, not a built task")
     if built is None:
         raise ValueError("make_program_env needs a task (env id or ProgramTask)")
-    return ProgramEnv(built, action_mode=action_mode, horizon=horizon, render_mode=render_mode)
+    return ProgramEnv(built, action_mode=action_mode, horizon=horizon, render_mode=render_mode,
+                      raise_unavailable=raise_unavailable)
 
 
 def make_env(env_id: str, **kwargs: Any) -> Any:

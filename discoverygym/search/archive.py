@@ -104,7 +104,7 @@ class Archive:
             -inf (``True``).
 
     Adding a batch (:meth:`add_batch`): each state is (1) dropped if invalid and
-    ``keep_invalid`` is false, (2) dropped if its :func:`solution_key` equals that of a state
+    ``keep_invalid`` is false, or if unscored (never judged here, so no failure either), (2) dropped if its :func:`solution_key` equals that of a state
     currently kept (or an earlier state of the same batch) — the *resolved* id is then the kept
     twin's id, (3) otherwise inserted; then (4) the per-parent cap and (5) the global cap are
     enforced. (TTT-Discover's code filters the top-k of a batch before deduplicating; we
@@ -362,7 +362,8 @@ class Archive:
 
         Returns:
             For each input, the id of the kept state that stands for it: its own id, the id of its
-            kept duplicate, or ``None`` (invalid and not kept, or evicted by a cap right away).
+            kept duplicate, or ``None`` (invalid and not kept, unscored — see
+            :attr:`State.unscored <discoverygym.types.State.unscored>` — or evicted by a cap right away).
 
         Raises:
             ValueError: a state id that was already added (ids must be unique).
@@ -373,8 +374,8 @@ class Archive:
         for state in states:
             if state.id in self._lineage:
                 raise ValueError(f"state id {state.id!r} was already added to this archive")
-            if not state.valid and not self.keep_invalid and not initial:
-                resolved.append(None)
+            if not initial and (state.unscored or (not state.valid and not self.keep_invalid)):
+                resolved.append(None)  # an unscored state (not judged here) is never kept, not even as a failure
                 continue
             key = solution_key(state)
             if key is not None and key in self._keys:

@@ -254,6 +254,8 @@ class EvolutionarySearch:
             step = traj.next_select
             rng_sel = self._rngs(traj.index, step)[0]
             picks = traj.rule.select(traj.archive, self.inspirations, rng_sel)
+            if not picks:  # an unscored initial program (a kernel env without a GPU): start from it
+                picks = [s for s in map(traj.archive.get, traj.archive.initial_ids) if s is not None and s.unscored]
             if not picks:
                 raise RuntimeError(f"trajectory {traj.index}: no valid state to start step {step} from")
             picks = list({s.id: s for s in picks}.values())  # a state appears once per prompt
@@ -439,7 +441,8 @@ class EvolutionarySearch:
             id=INITIAL_ID,
             parent_ids=(),
             error=s.error,
-            metadata={"trajectory": None, "step": None},
+            metadata={"trajectory": None, "step": None,
+                      **{k: s.metadata[k] for k in ("unscored", "unscored_reason") if k in s.metadata}},
         )
 
     def run(self) -> SearchResult:

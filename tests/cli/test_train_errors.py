@@ -164,3 +164,13 @@ def test_missing_backends_exit_3(tmp_path, capsys, monkeypatch):
     assert main(["train", "CirclePacking-26-v0", "--policy", "tinker:x", "--run-dir", str(tmp_path / "t")]) == 3
     err = capsys.readouterr().err
     assert ("TINKER_API_KEY" in err or "tinker" in err) and _one_line(err)
+
+
+def test_gaussian_policy_on_a_program_env_is_refused_in_one_line(tmp_path, capsys):
+    # the Gaussian policy proposes constructions, TriMul takes programs: refused before anything runs
+    run_dir = tmp_path / "k"
+    assert main(["train", "TriMul-H100-v0", "--steps", "1", "--run-dir", str(run_dir)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "TriMul-H100-v0 takes programs" in err and "policy 'gaussian' cannot write" in err
+    assert "unknown env" not in err and not run_dir.exists()

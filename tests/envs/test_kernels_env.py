@@ -1,7 +1,9 @@
 """GPU-kernel envs end to end on CPU: candidates run in their own processes (Triton interpreter).
 
 Every bad kernel must give the failure reward with a message naming what is wrong; a correct one
-passes the correctness stage and then stops at timing with a clear "needs a GPU" error.
+passes the correctness stage and then, without a GPU, is unscored (or, with
+``raise_unavailable=True``, stops at timing with a clear "needs a GPU" error); with
+``device="cpu"`` it gets the CPU-timing proxy score (tests/envs/test_unscored_kernels.py).
 """
 
 from __future__ import annotations
@@ -38,8 +40,11 @@ def test_triton_kernel_passes_on_the_interpreter():
     assert all(c["max_abs_err"] < 1e-3 for c in metrics["correctness"])
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the behaviour without a GPU")
 def test_correct_kernel_reaches_timing_and_names_the_missing_gpu():
-    env = cpu_env(n_cases=2)
+    # the default device on a GPU-less machine, with raise_unavailable=True (else the step is unscored)
+    env = gym.make("TriMul-H100-v0", n_cases=2, raise_unavailable=True)
+    env.reset(seed=0)
     with pytest.raises(BackendUnavailable, match="needs a CUDA or ROCm GPU"):
         env.step(BASELINE)
 

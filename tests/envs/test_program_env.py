@@ -233,16 +233,30 @@ def test_cli_bundled_examples_of_program_envs(capsys):
     assert len(out["metrics"]["cases"]) == 3 and out["score"] > 0
 
 
+def _no_gpu() -> bool:
+    torch = pytest.importorskip("torch")
+    return not torch.cuda.is_available()
+
+
 def test_cli_kernel_on_cpu_checks_correctness_then_exits_3(capsys):
-    pytest.importorskip("torch")
-    code = main(["evaluate", "TriMul-H100-v0", "--device", "cpu"])
+    if not _no_gpu():
+        pytest.skip("checks the behaviour without a GPU")
+    code = main(["evaluate", "TriMul-H100-v0", "--n-cases", "1"])  # default device: no GPU here
     err = capsys.readouterr().err
     assert code == 3 and "GPU" in err
 
 
-def test_cli_unavailable_backend_keeps_json_promise(capsys):
+def test_cli_kernel_with_device_cpu_prints_a_labelled_proxy(capsys):
     pytest.importorskip("torch")
-    assert main(["evaluate", "TriMul-H100-v0", "--device", "cpu", "--json"]) == 3
+    assert main(["evaluate", "TriMul-H100-v0", "--device", "cpu", "--n-cases", "1"]) == 0
+    text = " ".join(capsys.readouterr().out.replace("│", " ").split())  # the table wraps long cells
+    assert "CPU proxy, not comparable with the GPU record" in text
+
+
+def test_cli_unavailable_backend_keeps_json_promise(capsys):
+    if not _no_gpu():
+        pytest.skip("checks the behaviour without a GPU")
+    assert main(["evaluate", "TriMul-H100-v0", "--n-cases", "1", "--json"]) == 3
     out = json.loads(capsys.readouterr().out)
     assert out["unavailable"] is True and out["valid"] is None and "GPU" in out["error"]
 
@@ -250,3 +264,32 @@ def test_cli_unavailable_backend_keeps_json_promise(capsys):
 def test_unknown_task_option_names_the_known_ones():
     with pytest.raises(TypeError, match="takes no option 'colour'.*limit"):
         make_task("Toy-v0", colour="red")
+
+
+def test_initial_evaluation_is_cached_per_seed():
+    # check_env on AHC/denoising used to re-score the baseline on every reset
+    task = ToyTask()
+    env = ProgramEnv(task)
+    _, first = env.reset(seed=0)
+    _, again = env.reset(seed=0)
+    assert task.calls == 1 and again["state"] == first["state"] and again["state"] is not first["state"]
+    env.reset(seed=1)
+    assert task.calls == 2
+    env.reset(seed=0)
+    assert task.calls == 2
+    env.reset()  # a new program seed from the env's generator: judged
+    assert task.calls == 3
+    noisy = ToyTask()
+    noisy.nondeterministic = True  # measurements are taken anew
+    env = ProgramEnv(noisy)
+    env.reset(seed=0)
+    env.reset(seed=0)
+    assert noisy.calls == 2
+
+
+def test_cached_initial_states_share_no_data():
+    env = ProgramEnv(ToyTask())
+    _, first = env.reset(seed=0)
+    first["state"].metadata["cases"][0]["score"] = -1  # a caller changing what it was given
+    _, again = env.reset(seed=0)
+    assert again["state"].metadata["cases"][0]["score"] == 1

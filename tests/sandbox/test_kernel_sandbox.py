@@ -306,6 +306,10 @@ def test_without_bubblewrap_kernels_are_not_judged_unless_opted_in(monkeypatch):
     monkeypatch.delenv("DISCOVERYGYM_KERNELS_ALLOW_UNCONFINED", raising=False)
     env = gym.make("TriMul-H100-v0", device="cpu", n_cases=1)
     env.reset(seed=0)
+    _, reward, _, truncated, info = env.step(BASELINE)  # not judged here: unscored, not a crash
+    assert truncated and info["unscored"] and reward == 0.0 and "allow_unconfined" in info["unscored_reason"]
+    env = gym.make("TriMul-H100-v0", device="cpu", n_cases=1, raise_unavailable=True)
+    env.reset(seed=0)
     with pytest.raises(BackendUnavailable, match="allow_unconfined"):
         env.step(BASELINE)
     metrics = make_trimul(device="cpu", n_cases=1, allow_unconfined=True).check(BASELINE)
