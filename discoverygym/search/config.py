@@ -110,7 +110,7 @@ class SearchConfig:
             or isinstance(self.inspirations, bool)
             or self.inspirations < 1
         ):
-            raise ValueError(f"inspirations must be an integer >= 1 or 'auto', got {self.inspirations!r}")
+            raise ValueError(f"inspirations must be an integer >= 1, got {self.inspirations!r} (or 'auto')")
         if self.action_mode not in ACTION_MODES:
             raise ValueError(f"action_mode must be 'construction' or 'code', got {self.action_mode!r}")
         for name in ("policy_kwargs", "selector_kwargs", "env_kwargs"):
