@@ -24,17 +24,17 @@ import sys
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.getcwd()) != _HERE]
 
-import argparse  # noqa: E402
-import statistics  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-from scipy.stats import mannwhitneyu  # noqa: E402
+from rich.console import Console
+from rich.table import Table
+from scipy.stats import mannwhitneyu
 
-from discoverygym.search.evolution import EvolutionarySearch, SearchConfig  # noqa: E402
+from discoverygym.search.evolution import EvolutionarySearch, SearchConfig
 
 C, K = 4, 4
 

@@ -254,7 +254,7 @@ def _same(a, b):
         assert x["rule"] == y["rule"] and x["history"] == y["history"]
     assert sa["controllers"] == sb["controllers"]
     assert sa["best"]["id"] == sb["best"]["id"]
-    decisions = lambda d: [  # noqa: E731
+    decisions = lambda d: [
         (r["kind"], r.get("traj"), r.get("step"), r.get("round"), r.get("choice"), r.get("limits"))
         for r in RunLog(d).read_records()
         if r["kind"] in ("restart", "budget")
