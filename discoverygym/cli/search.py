@@ -35,6 +35,19 @@ from discoverygym.search.selectors import SELECTORS
 
 __all__ = ["add_parser", "main", "run"]
 
+def _inspirations_value(text: str) -> int | str:
+    """argparse type of ``--inspirations``: ``auto`` or an integer >= 1."""
+    if text == "auto":
+        return "auto"
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1 or 'auto', got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1 or 'auto', got {value}")
+    return value
+
+
 #: search parameters: (flag(s), SearchConfig field, type, default, help)
 _PARAMS: list[tuple[tuple[str, ...], str, Any, Any, str]] = [
     (
@@ -55,9 +68,34 @@ _PARAMS: list[tuple[tuple[str, ...], str, Any, Any, str]] = [
     (
         ("--inspirations",),
         "inspirations",
-        int,
+        _inspirations_value,
         None,
-        "states per prompt (default: selector's, RPUCG 5, others 1)",
+        "states per prompt, an integer >= 1 or 'auto' (a per-trajectory UCB1 over 1, 3, 5, 10 rewarded by "
+        "the step's committed improvement); default: selector's, RPUCG 5, others 1",
+    ),
+    (
+        ("--restart-controller",),
+        "restart_controller",
+        str,
+        None,
+        "at each selector restart (RPUCG restart_every) a per-trajectory bandit, ucb or thompson, chooses "
+        "the best node or a fresh start from the initial state (default: none, best node)",
+    ),
+    (
+        ("--budget-controller",),
+        "budget_controller",
+        str,
+        None,
+        "successive-halving or bandit: hand the C*L steps to the most promising trajectories in rounds "
+        "(best so far, recent slope); still exactly C*L*K evaluations (default: none, L steps each)",
+    ),
+    (
+        ("--controller-kwargs",),
+        "controller_kwargs",
+        json_value,
+        {},
+        "controller arguments as JSON, keys inspirations/restart/budget, e.g. "
+        "'{{\"budget\": {{\"window\": 3}}}}'",
     ),
     (("--backpressure",), "backpressure", int, 1, "outstanding batches per trajectory (default 1)"),
     (

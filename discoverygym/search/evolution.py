@@ -26,6 +26,15 @@ result does not depend on worker timing, and a killed run replays its log to the
 
 Resume: ``archive.jsonl`` is replayed (commits are recomputed and checked against the log);
 generated batches are not generated again and evaluated candidates are not evaluated again.
+
+Controllers (:mod:`~discoverygym.search.controllers`, all optional): ``inspirations="auto"`` (a
+per-trajectory UCB1 over the states per prompt), ``restart_controller`` (a per-trajectory bandit
+choosing best node or fresh start at each selector restart, one ``restart`` record per decision in
+the log) and ``budget_controller`` (the C·L steps handed out in rounds, one ``budget`` record per
+round; a round starts when every trajectory has committed its steps, so the allocation does not
+depend on timing either). Their decisions are pure functions of the committed steps, so a resumed
+run recomputes them during the replay; every logged decision is checked against the recomputed
+one, and their state is in ``archive.json`` (``controllers``) and in the result's trajectories.
 """
 
 from __future__ import annotations
@@ -44,6 +53,7 @@ from discoverygym import tensorboard as tbs
 from discoverygym.policy import Policy, SamplingContext, make_policy
 from discoverygym.search.archive import Archive, state_record
 from discoverygym.search.config import SearchConfig
+from discoverygym.search.controllers import InspirationBandit, RestartController, make_budget_controller
 from discoverygym.search.executors import EvalTask, Evaluator, EvaluatorSpec, make_evaluator
 from discoverygym.search.pipeline import Batch, Pipeline
 from discoverygym.search.rule import Selector
@@ -91,6 +101,11 @@ class _Trajectory:
     next_commit: int = 0
     next_select: int = 0
     batches: dict = field(default_factory=dict)  # step -> Batch (selected, not committed)
+    limit: int = 0  # steps this trajectory may take (L, or what the budget controller gave it)
+    insp: InspirationBandit | None = None
+    restart: RestartController | None = None
+    curve: list = field(default_factory=list)  # best reward before any step, then after each step
+    insp_used: dict = field(default_factory=dict)  # step -> inspirations asked for
 
 
 def _better(a: State, b: State | None) -> bool:
@@ -209,7 +224,16 @@ class EvolutionarySearch:
         self._progress = progress
         self._tb_enabled = tensorboard
         self.timings = {"select": 0.0, "commit": 0.0, "log": 0.0, "dispatch": 0.0}
-        self.inspirations = config.inspirations or probe.default_inspirations
+        self.inspirations = (
+            probe.default_inspirations if config.inspirations in (None, "auto") else config.inspirations
+        )
+        self.budget = (
+            make_budget_controller(
+                config.budget_controller, config.C, config.L, **config.controller_kwargs.get("budget", {})
+            )
+            if config.budget_controller
+            else None
+        )
         # the state of the run (filled by run(), which runs once)
         self._ran = False
         self._pipeline: Pipeline | None = None  # while the pipeline runs
@@ -227,11 +251,18 @@ class EvolutionarySearch:
         self._replay_batches: dict = {}  # (traj, step) -> logged batch record
         self._replay_evals: dict = {}  # (traj, step, k) -> logged evaluated State
         self._replay_commits: dict = {}  # (traj, step) -> logged commit record
+        self._replay_restarts: dict = {}  # (traj, step) -> logged restart decision
+        self._replay_rounds: dict = {}  # round -> logged budget record
         self._tb = ScalarWriter(self.log.dir, enabled=False)
 
     # ------------------------------------------------------------------ helpers
     def _config_dict(self) -> dict:
-        return to_jsonable(asdict(self.config))
+        out = to_jsonable(asdict(self.config))
+        defaults = SearchConfig(self.config.env_id)
+        for name in SearchConfig.OPTIONAL_FIELDS:  # absent at defaults: older runs still resume
+            if out.get(name) == to_jsonable(getattr(defaults, name)):
+                out.pop(name, None)
+        return out
 
     def _rngs(self, c: int, step: int) -> list[np.random.Generator]:
         """Independent streams of step ``step`` of trajectory ``c``: selection, policy, programs."""
@@ -239,21 +270,30 @@ class EvolutionarySearch:
         return [np.random.Generator(np.random.PCG64(s)) for s in seq.spawn(3)]
 
     def _new_trajectory(self, c: int, initial: State) -> _Trajectory:
-        rule = make_selector(self.config.selector, **self.config.selector_kwargs)
+        cfg = self.config
+        rule = make_selector(cfg.selector, **cfg.selector_kwargs)
         archive = rule.new_archive()
         archive.add(initial, initial=True)
-        return _Trajectory(c, archive, rule, best=initial)
+        traj = _Trajectory(c, archive, rule, best=initial, limit=0 if self.budget else cfg.L)
+        if cfg.inspirations == "auto":
+            traj.insp = InspirationBandit(**cfg.controller_kwargs.get("inspirations", {}))
+        if cfg.restart_controller:
+            traj.restart = RestartController(cfg.restart_controller, **cfg.controller_kwargs.get("restart", {}))
+        traj.curve.append(_reward_of(initial))
+        return traj
 
     # ------------------------------------------------------------------ coordinator steps
     def _select_batches(self, traj: _Trajectory) -> list[Batch]:
         """Select every step allowed by backpressure; returns the new batches."""
         out = []
         cfg = self.config
-        while traj.next_select < cfg.L and traj.next_select < traj.next_commit + cfg.backpressure:
+        while traj.next_select < traj.limit and traj.next_select < traj.next_commit + cfg.backpressure:
             t0 = time.perf_counter()
             step = traj.next_select
             rng_sel = self._rngs(traj.index, step)[0]
-            picks = traj.rule.select(traj.archive, self.inspirations, rng_sel)
+            n_insp = traj.insp.choose(step) if traj.insp is not None else self.inspirations
+            traj.insp_used[step] = n_insp
+            picks = traj.rule.select(traj.archive, n_insp, rng_sel)
             if not picks:  # an unscored initial program (a kernel env without a GPU): start from it
                 picks = [s for s in map(traj.archive.get, traj.archive.initial_ids) if s is not None and s.unscored]
             if not picks:
@@ -287,10 +327,45 @@ class EvolutionarySearch:
             new += self._select_batches(traj)
         return new
 
+    def _advance(self, trajs: list[_Trajectory]) -> list[Batch]:
+        """Select and commit what is ready in ``trajs``, then start budget rounds at each barrier.
+
+        Returns the batches newly selected (to submit)."""
+        new: list[Batch] = []
+        for traj in trajs:
+            new += self._select_batches(traj)
+            new += self._commit_ready(traj)
+        while self.budget is not None and self.budget.left > 0 and all(
+            t.next_commit >= t.limit for t in self.trajectories
+        ):
+            self._next_round()
+            for traj in self.trajectories:
+                new += self._select_batches(traj)
+                new += self._commit_ready(traj)
+        return new
+
+    def _next_round(self) -> None:
+        """A barrier: the budget controller hands out the next round of steps (logged, checked on replay)."""
+        assert self.budget is not None
+        limits = self.budget.next_round([t.curve for t in self.trajectories])
+        for t, lim in zip(self.trajectories, limits):
+            t.limit = lim
+        record = {"kind": "budget", "round": self.budget.round, "limits": limits}
+        logged = self._replay_rounds.get(self.budget.round)
+        if logged is not None:
+            if logged["limits"] != limits:
+                raise RuntimeError(
+                    f"replay mismatch at budget round {self.budget.round}: logged limits {logged['limits']}, "
+                    f"recomputed {limits}"
+                )
+        else:
+            self._log(record)
+
     def _commit(self, traj: _Trajectory, batch: Batch) -> None:
         t0 = time.perf_counter()
         children: list[State] = list(batch.results)
         traj.archive.add_batch(children)
+        restarts_before = getattr(traj.rule, "restarts", 0)
         committed = traj.rule.update(traj.archive, batch.inspirations, children)
         traj.history.append(committed.id if committed is not None else None)
         improved = False
@@ -299,6 +374,17 @@ class EvolutionarySearch:
                 traj.best = child
             if child.valid and _better(child, self.best):
                 self.best, improved = child, True
+        traj.curve.append(_reward_of(traj.best))
+        insp_reward = None
+        if traj.insp is not None:
+            arch = traj.archive
+            mask = arch.alive & arch.valid
+            span = float(arch.rewards[mask].max() - arch.rewards[mask].min()) if mask.any() else 0.0
+            insp_reward = traj.insp.reward(
+                batch.step, committed.reward if committed is not None else None, batch.inspirations[0].reward, span
+            )
+        if traj.restart is not None and getattr(traj.rule, "restarts", 0) > restarts_before:
+            self._decide_restart(traj, batch.step)
         self._commits += 1
         self.timings["commit"] += time.perf_counter() - t0
         key = (traj.index, batch.step)
@@ -309,6 +395,9 @@ class EvolutionarySearch:
             "committed": traj.history[-1],
             "archive_size": len(traj.archive),
         }
+        if traj.insp is not None:
+            record["inspirations"] = traj.insp_used.get(batch.step)
+            record["insp_reward"] = insp_reward
         if key in self._replay_commits:
             if self._replay_commits[key]["committed"] != record["committed"]:
                 raise RuntimeError(
@@ -333,6 +422,27 @@ class EvolutionarySearch:
             )
         if improved and not self._replaying:
             self._write_best()
+
+    def _decide_restart(self, traj: _Trajectory, step: int) -> None:
+        """The selector just restarted after ``step``: the restart controller picks best or fresh."""
+        assert traj.restart is not None
+        rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(self.config.seed), traj.index, step, 1])))
+        choice = traj.restart.decide(step, traj.curve[-1], rng)
+        if choice == "fresh":
+            traj.rule.history = list(traj.archive.initial_ids)  # type: ignore[attr-defined]
+        decision = traj.restart.decisions[-1]
+        previous = traj.restart.decisions[-2]["reward"] if len(traj.restart.decisions) > 1 else None
+        record = {"kind": "restart", "traj": traj.index, "step": step, "choice": choice,
+                  "best_at": decision["best_at"], "previous_reward": previous}
+        logged = self._replay_restarts.get((traj.index, step))
+        if logged is not None:
+            if logged["choice"] != choice:
+                raise RuntimeError(
+                    f"replay mismatch at trajectory {traj.index} step {step}: logged restart {logged['choice']!r}, "
+                    f"recomputed {choice!r}"
+                )
+        else:
+            self._log(record)
 
     def _write_best(self) -> None:
         b = self.best
@@ -426,6 +536,10 @@ class EvolutionarySearch:
                 self._replay_evals[(r["traj"], r["step"], r["k"])] = State.from_dict(r["state"])
             elif kind == "commit":
                 self._replay_commits[(r["traj"], r["step"])] = r
+            elif kind == "restart":
+                self._replay_restarts[(r["traj"], r["step"])] = r
+            elif kind == "budget":
+                self._replay_rounds[r["round"]] = r
         return initial
 
     def _initial_state(self) -> State:
@@ -478,11 +592,8 @@ class EvolutionarySearch:
             self._log({"kind": "init", "state": state_record(initial)})
         self.best = initial if initial.valid else None
         self.trajectories = [self._new_trajectory(c, initial) for c in range(self.config.C)]
-        pending: list[Batch] = []
-        for traj in self.trajectories:
-            self._select_batches(traj)
-            self._commit_ready(traj)
-            pending += list(traj.batches.values())
+        self._advance(self.trajectories)
+        pending: list[Batch] = [b for traj in self.trajectories for b in traj.batches.values()]
         self._replaying = False
         evaluations_logged = len(self._replay_evals)
         self._done_evals = evaluations_logged
@@ -549,7 +660,7 @@ class EvolutionarySearch:
                                 "state": state_record(result.state),
                             }
                         )
-                        for new in self._commit_ready(self.trajectories[batch.traj]):
+                        for new in self._advance([self.trajectories[batch.traj]]):
                             pipeline.submit(new)
                     now = time.perf_counter()
                     if self._progress is not None and (now - last_progress > 0.1 or self._commits >= target):
@@ -588,11 +699,39 @@ class EvolutionarySearch:
                 "best_id": t.best.id if t.best else None,
                 "archive_size": len(t.archive),
                 "commits": sum(h is not None for h in t.history),
+                "steps": len(t.history),
+                **self._controller_summary(t),
             }
             for t in self.trajectories
         ]
 
+    def _controller_summary(self, t: _Trajectory) -> dict:
+        out: dict = {}
+        if t.insp is not None:
+            used = [t.insp_used[s] for s in range(len(t.history)) if s in t.insp_used]
+            out["inspirations"] = {str(a): used.count(a) for a in t.insp.arms}
+        if t.restart is not None:
+            out["restart_decisions"] = [dict(d) for d in t.restart.decisions]
+        return out
+
+    def controller_states(self) -> dict:
+        """The controllers' ``state_dict`` (what ``archive.json`` stores under ``controllers``)."""
+        return {
+            "budget": self.budget.state_dict() if self.budget is not None else None,
+            "trajectories": [
+                {
+                    "limit": t.limit,
+                    "inspirations": t.insp.state_dict() if t.insp is not None else None,
+                    "restart": t.restart.state_dict() if t.restart is not None else None,
+                }
+                for t in self.trajectories
+            ],
+        }
+
     def _finish(self) -> None:
+        for t in self.trajectories:  # the last segment ends with the run
+            if t.restart is not None:
+                t.restart.close(t.curve[-1])
         self.log.write_snapshot(
             {
                 "config": self._config_dict(),
@@ -606,11 +745,17 @@ class EvolutionarySearch:
                     }
                     for t in self.trajectories
                 ],
+                "controllers": self.controller_states(),
             }
         )
         self._write_best()
         self._tb.close()
         self.log.close()
+
+
+def _reward_of(state: State | None) -> float:
+    """A trajectory best's reward for the controllers (-inf without a valid best)."""
+    return float(state.reward) if state is not None and state.valid else float("-inf")
 
 
 #: Fields each kind of ``archive.jsonl`` record needs on resume, with their types.
@@ -619,6 +764,8 @@ _RECORD_FIELDS = {
     "batch": (("traj", int), ("step", int)),
     "eval": (("traj", int), ("step", int), ("k", int), ("state", dict)),
     "commit": (("traj", int), ("step", int)),
+    "restart": (("traj", int), ("step", int), ("choice", str)),
+    "budget": (("round", int), ("limits", list)),
 }
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from discoverygym.search.archive import Archive
+from discoverygym.search.lookahead import RPUCGLookahead
 from discoverygym.search.puct import PUCT
 from discoverygym.search.rpucg import RPUCG
 from discoverygym.search.rule import Selector, best_child, commit  # Selector, best_child: re-exported
@@ -169,6 +170,10 @@ class Initial(_Stateless):
 #: the one registry of selection rules: name -> (class, one-line description).
 _REGISTRY: dict[str, tuple[type, str]] = {
     "rpucg": (RPUCG, "TES RPUCG: γ-propagated percentile value + rank-based exploration, anti-inbreeding"),
+    "rpucg-lookahead": (
+        RPUCGLookahead,
+        "RPUCG + β·U: discounted gain a node's past prompts produced (lookahead; β=1, δ=0.9)",
+    ),
     "puct": (PUCT, "TTT-Discover PUCT (App. A.2): best-child value + rank prior, lineage blocking"),
     "greedy": (Greedy, "always the best states"),
     "epsilon": (EpsilonGreedy, "ε-greedy reuse (ε = 0.1)"),
@@ -195,7 +200,7 @@ def make_selector(name: str, **kwargs: Any) -> Selector:
     """Build a selection rule by name (see :data:`SELECTORS`).
 
     Args:
-        name: ``rpucg``, ``puct``, ``greedy``, ``epsilon``, ``elite`` or ``none``.
+        name: ``rpucg``, ``rpucg-lookahead``, ``puct``, ``greedy``, ``epsilon``, ``elite`` or ``none``.
         **kwargs: the rule's hyper-parameters (e.g. ``gamma=0.8`` for RPUCG, ``c=1.0`` for PUCT).
 
     Raises:
