@@ -13,11 +13,12 @@ A ground-floor module: plain Python and numpy, no other discoverygym import.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-__all__ = ["QUANTILES", "case_improvement", "distribution_text", "quantiles", "text_histogram"]
+__all__ = ["QUANTILES", "case_improvement", "case_summary", "distribution_text", "quantiles", "text_histogram"]
 
 #: the quantiles a summary prints (min, deciles 1 and 9, quartiles, median, max).
 QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
@@ -132,3 +133,18 @@ def distribution_text(values: Sequence[float | None], label: str = "per-case imp
     )
     bins = min(8, max(1, int(arr.size) if arr.size < 8 else 8))
     return "\n".join([head, f"  quantiles: {qline}", *("  " + ln for ln in text_histogram(arr.tolist(), bins=bins, width=15))])
+
+
+def case_summary(metadata: Mapping[str, Any] | None, label: str = "best state: per-case improvement over the initial state") -> str | None:
+    """:func:`distribution_text` of ``metadata["case_improvement"]`` (a state's metrics), or ``None`` without one.
+
+    What the search and train summaries print under their tables.
+
+    Example:
+        >>> case_summary({"case_scores": [1.0]}) is None
+        True
+    """
+    values = (metadata or {}).get("case_improvement")
+    if not values:
+        return None
+    return distribution_text(values, label=label)

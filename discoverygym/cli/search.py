@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from discoverygym.casestats import case_summary
 from discoverygym.cli.common import check_policy_fits, json_value, one_line, run_kind, seed_value
 from discoverygym.errors import BackendUnavailable
 from discoverygym.io import file_in_the_way
@@ -301,6 +302,9 @@ def _summary(console: Console, config: SearchConfig, result: SearchResult) -> No
         f"{result.evaluations} evaluations in the log ({result.evaluated_now} now, {rate:.1f}/s, "
         f"utilisation {result.utilisation:.0%}); run dir {result.run_dir}"
     )
+    cases = case_summary(best.metadata if best else None)
+    if cases:
+        console.print(cases, highlight=False, markup=False)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -128,3 +128,25 @@ def test_ahc039_case_improvement_over_the_initial_program():
     _, _, _, _, info = env.step(BOX)
     box = info["metrics"]["case_scores"]
     assert info["metrics"]["case_improvement"] == pytest.approx([(b - a) / a for b, a in zip(box, initial)])
+
+
+# ------------------------------------------------------------------ the search summary prints it
+def test_search_summary_prints_the_case_histogram(tmp_path):
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from discoverygym.cli.search import _summary
+    from discoverygym.search.config import SearchConfig
+    from discoverygym.search.evolution import SearchResult
+    from discoverygym.types import State
+
+    best = State(None, 10.0, 1.0, True, code="x", id="b", metadata={"case_improvement": [0.5, 0.0, -1.0, 0.5]})
+    result = SearchResult(best=best, evaluations=4, evaluated_now=4, wall_s=1.0, utilisation=1.0, timings={},
+                          trajectories=[], run_dir=Path(tmp_path))
+    console = Console(record=True, width=120)
+    _summary(console, SearchConfig("AHC039-v0", action_mode="code"), result)
+    text = console.export_text()
+    assert "per-case improvement over the initial state: 4 cases (2 better, 1 equal, 1 worse)" in text
+    assert "min -1 | p10 -0.7 | p25 -0.25 | p50 +0.25 | p75 +0.5 | p90 +0.5 | max +0.5" in text
+    assert text.count("#") > 0

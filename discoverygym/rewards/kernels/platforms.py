@@ -131,8 +131,10 @@ def platform_descriptor(gpu: str) -> str:
             f"## Target platform: {p.vendor} {p.product}, {p.architecture}",
             "",
             f"- SIMT width: {p.simt_unit} of {p.simt_width} threads",
-            f"- {p.scratchpad_name}: {p.scratchpad_per_unit_kib} KiB per {p.unit_name[:-1]}, at most "
-            f"{p.scratchpad_per_block_kib} KiB per {'thread block' if p.vendor == 'NVIDIA' else 'workgroup'}",
+            (
+                f"- {p.scratchpad_name}: {p.scratchpad_per_unit_kib} KiB per {p.unit_name[:-1]}, at most "
+                f"{p.scratchpad_per_block_kib} KiB per {'thread block' if p.vendor == 'NVIDIA' else 'workgroup'}"
+            ),
             f"- L2 cache: {p.l2}",
             f"- {p.matrix_unit} data types: {', '.join(p.matrix_types)}",
             f"- memory: {p.memory}, {p.bandwidth_tb_s:g} TB/s peak bandwidth",
