@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from discoverygym.casestats import case_summary
 from discoverygym.cli.common import check_policy_fits, json_value, one_line, run_kind, seed_value
 from discoverygym.errors import BackendUnavailable
 from discoverygym.io import file_in_the_way
@@ -185,6 +186,13 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="Ray cluster address (implies --executor ray; without it ray starts locally)",
     )
+    p.add_argument(
+        "--compat",
+        choices=("discoverygym", "simpletes"),
+        default=None,
+        help="RPUCG: simpletes = the released SimpleTES selector's handling of failed batches, crashes "
+        "and duplicates (sets selector_kwargs compat; default discoverygym)",
+    )
     p.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard scalars")
     p.add_argument(
         "--log-every",
@@ -195,7 +203,27 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _config_from_args(args: argparse.Namespace) -> SearchConfig:
-    """The search config: stored one with --resume (given flags must agree), else flags + defaults."""
+    """The search config: stored one with --resume (given flags must agree), else flags + defaults.
+
+    ``--compat`` becomes ``selector_kwargs["compat"]`` (a selector option of RPUCG).
+    """
+    config = _config_from_flags(args)
+    compat = getattr(args, "compat", None)
+    if compat is not None:
+        have = config.selector_kwargs.get("compat")
+        if args.resume and have != compat and not (have is None and compat == "discoverygym"):
+            raise ValueError(
+                f"--resume keeps the stored configuration; conflicting flags: compat: stored {have!r}, given {compat!r}"
+            )
+        if have is not None and have != compat:
+            raise ValueError(f"--compat {compat} contradicts --selector-kwargs compat {have!r}")
+        if not args.resume and compat != "discoverygym":
+            config.selector_kwargs = {**config.selector_kwargs, "compat": compat}
+    return config
+
+
+def _config_from_flags(args: argparse.Namespace) -> SearchConfig:
+    """The search config from the flags of :data:`_PARAMS` (see :func:`_config_from_args`)."""
     given = {dest: getattr(args, dest) for _, dest, _, _, _ in _PARAMS if getattr(args, dest) is not None}
     if args.resume:
         run_dir = Path(args.run_dir)
@@ -312,6 +340,9 @@ def _summary(console: Console, config: SearchConfig, result: SearchResult) -> No
         f"{result.evaluations} evaluations in the log ({result.evaluated_now} now, {rate:.1f}/s, "
         f"utilisation {result.utilisation:.0%}); run dir {result.run_dir}"
     )
+    cases = case_summary(best.metadata if best else None)
+    if cases:
+        console.print(cases, highlight=False, markup=False)
 
 
 def run(args: argparse.Namespace) -> int:

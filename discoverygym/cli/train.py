@@ -23,6 +23,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from discoverygym.casestats import case_summary
 from discoverygym.cli.common import check_policy_fits, json_value, one_line, run_kind, seed_value
 from discoverygym.errors import BackendUnavailable
 from discoverygym.io import file_in_the_way
@@ -349,6 +350,9 @@ def _train(args: argparse.Namespace, console: Console) -> int:
     table.add_row("run dir", f"{run_dir}  (tensorboard --logdir {run_dir}"
                   + ("; responses in samples.jsonl)" if llm else ")"))
     console.print(table)
+    cases = case_summary(result.best.metadata if result.best.valid else None)
+    if cases:
+        console.print(cases, highlight=False, markup=False)
     return 0
 
 

@@ -28,7 +28,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from types import ModuleType
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -150,6 +150,10 @@ class AHCTask(ProgramTask):
         n = self.n_cases or 150
         first = int(np.random.SeedSequence(seed).generate_state(1)[0]) if self.vary_cases else 0
         return [Case(f"{first + i:04d}", _generated(self.name, first + i)) for i in range(n)]
+
+    def case_key(self, seed: int) -> Any:
+        """The evaluation seed when generated cases vary with it (``vary_cases``), else ``None``."""
+        return int(seed) if self.vary_cases and self.cases_dir is None else None
 
     # ------------------------------------------------------------------ judging
     def evaluate(self, source: str, *, seed: int) -> Score:

@@ -61,10 +61,12 @@ import warnings
 from pathlib import Path
 from typing import Any, ClassVar
 
+from discoverygym.envs.core import problem_header
 from discoverygym.envs.program import ProgramTask
 from discoverygym.errors import BackendUnavailable, InvalidSolution
 from discoverygym.rewards.common import Score
 from discoverygym.rewards.kernels import specs
+from discoverygym.rewards.kernels.platforms import PLATFORMS, platform_descriptor
 from discoverygym.rewards.kernels.static_checks import check_program
 from discoverygym.types import State
 
@@ -138,6 +140,8 @@ class KernelTask(ProgramTask):
     ) -> None:
         if gpu not in self.records:
             raise ValueError(f"{self.title}: unknown target GPU {gpu!r}; known: {', '.join(self.records)}")
+        if gpu not in PLATFORMS:
+            raise ValueError(f"{self.title}: no platform descriptor for {gpu!r} (discoverygym.rewards.kernels.platforms)")
         if device is not None and not (device == "cpu" or str(device).startswith("cuda")):
             raise ValueError(f"device must be 'cuda', 'cuda:N', 'cpu' or None, got {device!r}")
         if n_cases is not None and int(n_cases) < 1:
@@ -360,6 +364,19 @@ class KernelTask(ProgramTask):
         if timing is not None:
             metrics.update(proxy="cpu", proxy_note=CPU_PROXY_NOTE, target_mismatch=None)
         return metrics
+
+    def platform(self) -> str:
+        """The prompt's "Target platform" section: the target GPU's architecture facts.
+
+        From :data:`~discoverygym.rewards.kernels.platforms.PLATFORMS` (warp/wavefront width,
+        shared memory/LDS, L2, matrix-unit data types, memory bandwidth), so one prompt template
+        serves NVIDIA and AMD targets.
+        """
+        return platform_descriptor(self.gpu)
+
+    def prompt(self) -> str:
+        """Statement and record, the target platform's descriptor, and the contract."""
+        return f"{problem_header(self)}\n\n{self.platform()}\n\n{self.contract}\n"
 
     def mismatch_warning(self, gpu_name: str | None) -> str | None:
         """A warning when the measured GPU is not the target (None when it is, or when unknown)."""

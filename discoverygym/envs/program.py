@@ -39,6 +39,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from gymnasium import spaces
 
+from discoverygym.casestats import case_improvement
 from discoverygym.envs.core import CandidateEnv, problem_header, reward_of
 from discoverygym.envs.render import bars
 from discoverygym.envs.spaces import UnicodeText
@@ -143,6 +144,31 @@ class ProgramTask(ABC):
     def prompt(self) -> str:
         """The problem statement followed by the program contract (what an LLM policy reads)."""
         return f"{problem_header(self)}\n\n{self.contract}\n"
+
+    def case_key(self, seed: int) -> Any:
+        """What the cases judged depend on besides the program (default ``None``: the same for every seed).
+
+        The per-case baseline (:meth:`case_baseline`) is cached per key; tasks whose cases vary
+        with the evaluation seed return the seed.
+        """
+        return None
+
+    def case_baseline(self, seed: int) -> list[float] | None:
+        """Per-case scores (``metrics["case_scores"]``) of :meth:`initial_program` on the cases of ``seed``.
+
+        Evaluated once per :meth:`case_key` and cached on the task (an evaluation of the initial
+        program through :class:`ProgramEnv` fills the cache for free). ``None`` when the task has
+        no per-case scores or the initial program cannot be scored here (e.g. no GPU).
+        """
+        cache = self.__dict__.setdefault("_case_baselines", {})
+        key = self.case_key(seed)
+        if key not in cache:
+            try:
+                scores = self.evaluate(self.initial_program(), seed=seed).metrics.get("case_scores")
+            except (InvalidSolution, BackendUnavailable):
+                scores = None
+            cache[key] = list(scores) if scores else None
+        return cache[key]
 
     def render(self, state: State, size: int) -> np.ndarray:
         """uint8 ``(size, size, 3)`` picture of a state (default: bars of ``metrics["case_scores"]``).
@@ -296,8 +322,31 @@ class ProgramEnv(CandidateEnv[dict, str]):
                          metadata=metadata, **state_fields)
         metadata.update(result.metrics)
         metadata["elapsed_s"] = time.perf_counter() - start
+        improvement = self._case_improvement(source, int(seed), result.metrics)
+        if improvement is not None:
+            metadata["case_improvement"] = improvement
         return State(None, float(result.value), self.task.reward(result.value), True, code=source,
                      metadata=metadata, **state_fields)
+
+    def _case_improvement(self, source: str, seed: int, metrics: dict) -> list[float | None] | None:
+        """``metrics["case_improvement"]``: per-case relative improvement over the initial program.
+
+        Positive = better (:func:`discoverygym.casestats.case_improvement`, the task's direction).
+        ``None`` (key left out) for a task without per-case scores, or when the initial program's
+        per-case scores are unavailable or judge other cases. Scoring the initial program itself
+        fills the task's baseline cache (its improvement is then 0 on every case).
+        """
+        scores = metrics.get("case_scores")
+        if not scores:
+            return None
+        cache = self.task.__dict__.setdefault("_case_baselines", {})
+        key = self.task.case_key(seed)
+        if key not in cache and source == self.task.initial_program():
+            cache[key] = list(scores)
+        baseline = self.task.case_baseline(seed)
+        if baseline is None or len(baseline) != len(scores):
+            return None
+        return case_improvement(scores, baseline, self.task.direction)
 
     # ----------------------------------------------------------------- gym API
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:

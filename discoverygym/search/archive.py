@@ -102,6 +102,9 @@ class Archive:
         keep_invalid: whether invalid states (failures) are stored. TTT-Discover's archive holds
             valid states only (``False``); a TES population keeps failures as nodes whose value is
             -inf (``True``).
+        dedup: whether a state whose :func:`solution_key` equals a kept state's is dropped in favour
+            of its kept twin (``True``, the default). ``False`` keeps every duplicate as its own
+            state, as SimpleTES's node database does (RPUCG ``compat="simpletes"``).
 
     Adding a batch (:meth:`add_batch`): each state is (1) dropped if invalid and
     ``keep_invalid`` is false, or if unscored (never judged here, so no failure either), (2) dropped if its :func:`solution_key` equals that of a state
@@ -125,6 +128,7 @@ class Archive:
         max_states: int | None = 1000,
         children_per_parent: int | None = 2,
         keep_invalid: bool = False,
+        dedup: bool = True,
     ) -> None:
         if max_states is not None and max_states < 1:
             raise ValueError(f"max_states must be >= 1 or None, got {max_states}")
@@ -133,6 +137,7 @@ class Archive:
         self.max_states = max_states
         self.children_per_parent = children_per_parent
         self.keep_invalid = keep_invalid
+        self.dedup = bool(dedup)
         self.version = 0
         self.layout = 0
         self.evictions = 0
@@ -377,7 +382,7 @@ class Archive:
             if not initial and (state.unscored or (not state.valid and not self.keep_invalid)):
                 resolved.append(None)  # an unscored state (not judged here) is never kept, not even as a failure
                 continue
-            key = solution_key(state)
+            key = solution_key(state) if self.dedup else None
             if key is not None and key in self._keys:
                 resolved.append(self._keys[key])
                 continue
@@ -515,6 +520,7 @@ class Archive:
                 "max_states": self.max_states,
                 "children_per_parent": self.children_per_parent,
                 "keep_invalid": self.keep_invalid,
+                **({} if self.dedup else {"dedup": False}),
             },
             "states": [state_record(s) for s in self],
             "initial_ids": list(self._initial_ids),
@@ -531,7 +537,7 @@ class Archive:
         initial = set(data.get("initial_ids", ()))
         for d in data["states"]:
             state = State.from_dict(d)
-            archive._insert(state, solution_key(state), state.id in initial)
+            archive._insert(state, solution_key(state) if archive.dedup else None, state.id in initial)
         # lineage of every id ever added (evicted ones included), in the original order
         archive._lineage = {sid: tuple(parents) for sid, parents in data.get("lineage", {}).items()}
         for state in archive:
@@ -565,5 +571,7 @@ class Archive:
     def __repr__(self) -> str:
         return (
             f"Archive({len(self)} states, max_states={self.max_states}, "
-            f"children_per_parent={self.children_per_parent}, keep_invalid={self.keep_invalid})"
+            f"children_per_parent={self.children_per_parent}, keep_invalid={self.keep_invalid}"
+            + ("" if self.dedup else ", dedup=False")
+            + ")"
         )

@@ -1,5 +1,5 @@
-"""RPUCG (rank-based PUCT with γ decay), exactly as TES and its released code (SimpleTES
-``simpletes/policies/rpucg.py`` and ``policies/base.py``).
+"""RPUCG (rank-based PUCT with γ decay) of TES, after its released code (SimpleTES
+``simpletes/policies/rpucg.py`` and ``policies/base.py``), with one documented set of differences.
 
 Nodes form a DAG: a child lists every inspiration of its prompt as a parent. Over the whole
 population (every node of the archive, failures included with value -inf):
@@ -18,6 +18,26 @@ picked (anti-inbreeding). After each finished batch: the best valid child is com
 history; ``n_i += 1`` for every inspiration of the batch; ``T += 1``. Every ``restart_every``
 commits the trajectory restarts from its best node (history = [best], n and T reset); the
 population is kept.
+
+Where the default (``compat="discoverygym"``) differs from the released code — it does not match
+it in every case. SimpleTES sees only a node's score (its evaluator's ``combined_score``, which must
+be finite for the node to be stored); discoverygym sees validity. Three cases differ:
+
+1. **A whole batch fails.** SimpleTES stores the failed children with their (finite) failure score
+   and commits the best of them to the history (it counts towards ``restart_every``); discoverygym
+   commits nothing (n and T still grow).
+2. **Crashes** (a child without a finite score). SimpleTES never stores them: they are not in the
+   population, so they change no rank. discoverygym keeps every invalid child as a node of value
+   -inf and ranks it (it enlarges the population size N of the percentile ranks).
+3. **Duplicate programs.** SimpleTES keeps each evaluation as its own node; discoverygym's archive
+   deduplicates by solution (a duplicate resolves to its kept twin).
+
+``compat="simpletes"`` reproduces the released code in all three: a node's value is its reward
+whenever the reward is finite, valid or not (an invalid child's reward is the env's finite
+``failure_reward``: SimpleTES's failure score); a child whose reward is not finite (-inf, NaN) is a
+crash and is left out of the population, the candidates and the commit; the archive keeps
+duplicates (:class:`~discoverygym.search.archive.Archive` ``dedup=False``); a batch commits its
+highest-reward child with a finite reward (ties: the first), valid or not.
 
 One :class:`RPUCG` object is one trajectory (n, T and the history are per trajectory).
 """
@@ -40,7 +60,11 @@ __all__ = ["RPUCG", "RPUCGConfig", "RPUCGTerms"]
 
 @dataclass
 class RPUCGConfig:
-    """Hyper-parameters of RPUCG (paper/code defaults)."""
+    """Hyper-parameters of RPUCG (paper/code defaults).
+
+    ``compat``: ``"discoverygym"`` (default) or ``"simpletes"`` (the released code's handling of
+    failed batches, crashes and duplicates; see the module docstring).
+    """
 
     gamma: float = 0.8  # TES: value decay over the DAG (SimpleTES rpucg.py gamma=0.8)
     c: float = 1.0  # exploration constant of the code's form (SimpleTES RpucgPolicy c=1.0)
@@ -48,6 +72,7 @@ class RPUCGConfig:
     restart_every: int | None = 25  # SimpleTES restart_every_n = 25; None = never restart
     form: Literal["code", "paper"] = "code"  # exploration term: code's sqrt(1+T)/(1+n) or seed text's
     lam: float = 1.0  # λ of the seed text's form
+    compat: Literal["discoverygym", "simpletes"] = "discoverygym"  # see the module docstring
 
 
 @dataclass
@@ -80,6 +105,8 @@ class RPUCG:
         self.config = config or RPUCGConfig(**overrides)
         if self.config.form not in ("code", "paper"):
             raise ValueError(f"form must be 'code' or 'paper', got {self.config.form!r}")
+        if self.config.compat not in ("discoverygym", "simpletes"):
+            raise ValueError(f"compat must be 'discoverygym' or 'simpletes', got {self.config.compat!r}")
         if self.config.restart_every is not None and self.config.restart_every < 1:
             raise ValueError("restart_every must be >= 1 or None")
         self.history: list[str] = []
@@ -97,9 +124,29 @@ class RPUCG:
         """Nodes per prompt (``config.inspirations``)."""
         return self.config.inspirations
 
+    @property
+    def simpletes(self) -> bool:
+        """Whether the released code's behaviours are reproduced (``compat="simpletes"``)."""
+        return self.config.compat == "simpletes"
+
     def new_archive(self) -> Archive:
-        """A TES population: no caps, failures kept (value -inf)."""
-        return Archive(max_states=None, children_per_parent=None, keep_invalid=True)
+        """A TES population: no caps, failures kept (value -inf); duplicates kept with ``compat="simpletes"``."""
+        return Archive(max_states=None, children_per_parent=None, keep_invalid=True, dedup=not self.simpletes)
+
+    def is_node(self, state: State) -> bool:
+        """Whether ``state`` can be a candidate: valid (default); a finite reward (``compat="simpletes"``)."""
+        return math.isfinite(state.reward) if self.simpletes else state.valid
+
+    def _member(self, archive: Archive) -> np.ndarray:
+        """bool mask over slots: the population (kept states; with ``simpletes`` only finite rewards)."""
+        alive = archive.alive
+        return alive & np.isfinite(archive.rewards) if self.simpletes else alive
+
+    def _scores(self, archive: Archive) -> np.ndarray:
+        """Raw value r per slot: reward (valid; any finite reward with ``simpletes``), else -inf."""
+        rewards = archive.rewards
+        ok = np.isfinite(rewards) if self.simpletes else archive.valid
+        return np.where(ok, rewards, -math.inf)
 
     # ------------------------------------------------------------------ values
     def _ensure_init(self, archive: Archive) -> None:
@@ -108,7 +155,10 @@ class RPUCG:
             self._initialized = True
 
     def _raw(self, archive: Archive, slot: int) -> float:
-        return float(archive.rewards[slot]) if archive.valid[slot] else -math.inf
+        reward = float(archive.rewards[slot])
+        if self.simpletes:
+            return reward if math.isfinite(reward) else -math.inf
+        return reward if archive.valid[slot] else -math.inf
 
     def _sync(self, archive: Archive) -> None:
         """Bring the propagated values V up to date (incremental when nothing was evicted)."""
@@ -159,12 +209,12 @@ class RPUCG:
         """RPUCG terms of every candidate (history node kept and valid), ``{id: RPUCGTerms}``."""
         self._ensure_init(archive)
         self._sync(archive)
-        cands = [s for s in (archive.get(i) for i in self.history) if s is not None and s.valid]
+        cands = [s for s in (archive.get(i) for i in self.history) if s is not None and self.is_node(s)]
         if not cands:
             return {}
-        alive = archive.alive
-        pop_v = np.sort(self._v[: archive.size][alive])
-        pop_r = np.sort(np.where(archive.valid, archive.rewards, -math.inf)[alive])
+        member = self._member(archive)
+        pop_v = np.sort(self._v[: archive.size][member])
+        pop_r = np.sort(self._scores(archive)[member])
         N = len(pop_v)
         out: dict[str, RPUCGTerms] = {}
         sqrt_t = math.sqrt(1 + self.T)
@@ -219,11 +269,20 @@ class RPUCG:
 
         Returns:
             The committed node (resolved to its kept duplicate if deduplicated) or ``None`` when every
-            child failed (the batch still counts: n and T grow).
+            child failed (the batch still counts: n and T grow). With ``compat="simpletes"``: the
+            child with the highest finite reward, valid or not (``None`` only when every child
+            crashed, i.e. has no finite reward).
         """
         self._ensure_init(archive)
-        best = best_child(children)
-        committed = archive.resolve(best) if best is not None else None
+        if self.simpletes:
+            best = None
+            for child in children:
+                if math.isfinite(child.reward) and (best is None or child.reward > best.reward):
+                    best = child
+            committed = (archive.get(best.id) or best) if best is not None else None
+        else:
+            best = best_child(children)
+            committed = archive.resolve(best) if best is not None else None
         if committed is not None:
             if committed.id not in self.history:
                 self.history.append(committed.id)
@@ -239,7 +298,7 @@ class RPUCG:
 
     def restart(self, archive: Archive) -> None:
         """Restart from the history's best node (reward, ties: smaller id): history = [best], n = {}, T = 0."""
-        kept = [s for s in (archive.get(i) for i in self.history) if s is not None and s.valid]
+        kept = [s for s in (archive.get(i) for i in self.history) if s is not None and self.is_node(s)]
         if kept:
             best = min(kept, key=lambda s: (-s.reward, s.id))
             self.history = [best.id]
