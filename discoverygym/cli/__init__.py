@@ -285,7 +285,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``discoverygym``; returns the exit code."""
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    args.argv = argv  # for the exact resume command printed on Ctrl-C / failure
     console = Console()
     try:
         if args.command == "search":

@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from discoverygym.cli.common import check_policy_fits, json_value, one_line, run_kind, seed_value
+from discoverygym.cli.common import check_policy_fits, json_value, one_line, resume_command, run_kind, seed_value
 from discoverygym.errors import BackendUnavailable
 from discoverygym.io import file_in_the_way
 from discoverygym.policy import POLICIES
@@ -276,6 +276,11 @@ def _summary(console: Console, config: SearchConfig, result: SearchResult) -> No
     )
 
 
+def _resume_hint(args: argparse.Namespace) -> str:
+    """The exact command that continues this search (the original argv with ``--resume``)."""
+    return resume_command(args, ["search", args.env_id, "--run-dir", str(args.run_dir)])
+
+
 def run(args: argparse.Namespace) -> int:
     """Execute ``discoverygym search`` with parsed ``args``; returns the exit code."""
     console = Console()
@@ -313,7 +318,7 @@ def run(args: argparse.Namespace) -> int:
         display.stop()
         print(
             f"\ninterrupted; everything evaluated is in {args.run_dir}. Continue with:\n"
-            f"  discoverygym search {args.env_id} --run-dir {args.run_dir} --resume",
+            f"  {_resume_hint(args)}",
             file=sys.stderr,
         )
         return 130
@@ -321,7 +326,7 @@ def run(args: argparse.Namespace) -> int:
         display.stop()
         print(
             f"discoverygym search: unavailable here: {one_line(exc)}\n"
-            f"the run directory {args.run_dir} is resumable (--resume)",
+            f"the run directory {args.run_dir} is resumable: {_resume_hint(args)}",
             file=sys.stderr,
         )
         return 3
@@ -329,7 +334,7 @@ def run(args: argparse.Namespace) -> int:
         display.stop()
         print(
             f"discoverygym search: failed: {type(exc).__name__}: {exc}\n"
-            f"the run directory {args.run_dir} is resumable (--resume)",
+            f"the run directory {args.run_dir} is resumable: {_resume_hint(args)}",
             file=sys.stderr,
         )
         return 1
@@ -344,7 +349,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="discoverygym search", description="(C, L, K, Φ) evolutionary search"
     )
     _add_arguments(parser)
-    return run(parser.parse_args(argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv)
+    args.argv = ["search", *argv]
+    return run(args)
 
 
 if __name__ == "__main__":

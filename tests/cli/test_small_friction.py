@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import shlex
+
+import pytest
 
 from discoverygym.cli import main
 from discoverygym.envs.registry import ENVS
@@ -20,3 +23,33 @@ def test_list_fits_80_columns_one_line_per_env(monkeypatch, capsys):
         assert better in line.split()
         if isinstance(record, float) and math.isfinite(record):
             assert f"{record:.7g}" in line.split(), line  # the record readable, not cut to "2.63598…"
+
+
+def test_train_interrupt_prints_the_exact_resume_command(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("torch", reason="train needs torch")
+    from discoverygym.agents.trainer import Trainer
+
+    def interrupted(self, *a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Trainer, "train_step", interrupted)
+    run_dir = tmp_path / "my run"  # a space: the command must be shell-quoted
+    argv = ["train", "ErdosMinOverlap-v0", "--steps", "2", "--groups", "2", "--group-size", "4",
+            "--run-dir", str(run_dir)]
+    assert main(argv) == 130
+    out = capsys.readouterr()
+    assert shlex.join(["discoverygym", *argv, "--resume"]) in out.out + out.err
+
+
+def test_search_interrupt_prints_the_exact_resume_command(tmp_path, monkeypatch, capsys):
+    from discoverygym.search.evolution import EvolutionarySearch
+
+    def interrupted(self, *a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(EvolutionarySearch, "run", interrupted)
+    argv = ["search", "CirclePacking-26-v0", "-C", "2", "-L", "2", "-K", "2",
+            "--run-dir", str(tmp_path / "it's")]
+    assert main(argv) == 130
+    err = capsys.readouterr().err
+    assert shlex.join(["discoverygym", *argv, "--resume"]) in err
