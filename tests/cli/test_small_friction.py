@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import shlex
 
@@ -53,3 +54,26 @@ def test_search_interrupt_prints_the_exact_resume_command(tmp_path, monkeypatch,
     assert main(argv) == 130
     err = capsys.readouterr().err
     assert shlex.join(["discoverygym", *argv, "--resume"]) in err
+
+
+def test_train_interrupted_before_its_first_step_resumes_from_scratch(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("torch", reason="train needs torch")
+    from discoverygym.agents.trainer import Trainer
+
+    argv = ["train", "ErdosMinOverlap-v0", "--steps", "2", "--groups", "2", "--group-size", "4", "--json"]
+    assert main([*argv, "--run-dir", str(tmp_path / "ref")]) == 0
+    ref = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    real = Trainer.train_step
+
+    def interrupted(self, *a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Trainer, "train_step", interrupted)
+    run_dir = str(tmp_path / "killed")
+    assert main([*argv, "--run-dir", run_dir]) == 130
+    capsys.readouterr()
+    monkeypatch.setattr(Trainer, "train_step", real)
+    assert main([*argv, "--run-dir", run_dir, "--resume"]) == 0
+    got = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert got["steps"] == 2 and got["best_score"] == ref["best_score"]  # the same run as uninterrupted
+    assert len((tmp_path / "killed" / "metrics.jsonl").read_text().splitlines()) == 2
