@@ -13,6 +13,7 @@ interrupted (Ctrl-C; resumable with ``--resume``).
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections.abc import Sequence
@@ -31,6 +32,7 @@ from discoverygym.policy import POLICIES
 from discoverygym.search.config import SearchConfig, check_env_id
 from discoverygym.search.evolution import EvolutionarySearch, SearchResult
 from discoverygym.search.runlog import RunLog
+from discoverygym.types import State
 from discoverygym.search.selectors import SELECTORS
 
 __all__ = ["add_parser", "main", "run"]
@@ -255,7 +257,26 @@ class _Display:
             self._progress.stop()
 
 
-def _summary(console: Console, config: SearchConfig, result: SearchResult) -> None:
+def _record_line(problem: Any, best: State | None) -> str:
+    """``published record V (source); gap to record ±G (higher/lower is better)`` for a search summary.
+
+    The gap is ``best - record`` (as ``train`` reports it); it is left out when there is no valid
+    best, no finite record, or the best is a CPU-timing proxy score (not comparable with a GPU record).
+    """
+    sota = getattr(problem, "sota", None) or {}
+    record = sota.get("value")
+    text = f"published record {record} ({sota.get('source')})"
+    finite = isinstance(record, (int, float)) and math.isfinite(record)
+    proxy = best.metadata.get("proxy") if best is not None and best.valid else None
+    if proxy:
+        return text + f"; best is a {str(proxy).upper()} proxy score, not comparable with it"
+    if finite and best is not None and best.valid and best.score is not None:
+        better = "lower" if getattr(problem, "direction", "max") == "min" else "higher"
+        text += f"; gap to record {best.score - record:+.3e} ({better} is better)"
+    return text
+
+
+def _summary(console: Console, config: SearchConfig, result: SearchResult, problem: Any = None) -> None:
     table = Table(
         title=f"search {config.env_id} — Φ={config.selector}, C={config.C} L={config.L} K={config.K}"
     )
@@ -272,8 +293,11 @@ def _summary(console: Console, config: SearchConfig, result: SearchResult) -> No
     console.print(
         f"best score {best.score if best else None!r} (id {best.id if best else None}); "
         f"{result.evaluations} evaluations in the log ({result.evaluated_now} now, {rate:.1f}/s, "
-        f"utilisation {result.utilisation:.0%}); run dir {result.run_dir}"
+        f"utilisation {result.utilisation:.0%}); run dir {result.run_dir}",
+        highlight=False,
     )
+    if problem is not None:
+        console.print(_record_line(problem, best), highlight=False)
 
 
 def _resume_hint(args: argparse.Namespace) -> str:
@@ -339,7 +363,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     display.stop()
-    _summary(console, config, result)
+    _summary(console, config, result, search.problem)
     return 0
 
 

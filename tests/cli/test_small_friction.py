@@ -77,3 +77,17 @@ def test_train_interrupted_before_its_first_step_resumes_from_scratch(tmp_path, 
     got = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert got["steps"] == 2 and got["best_score"] == ref["best_score"]  # the same run as uninterrupted
     assert len((tmp_path / "killed" / "metrics.jsonl").read_text().splitlines()) == 2
+
+
+def test_search_summary_shows_the_record_and_the_gap(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    argv = ["search", "CirclePacking-26-v0", "-C", "1", "-L", "2", "-K", "2", "--executor", "inline",
+            "--no-tensorboard", "--run-dir", str(tmp_path / "s")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    record = ENVS["CirclePacking-26-v0"].sota["value"]
+    (line,) = [line for line in out.splitlines() if line.startswith("published record")]
+    assert f"published record {record} (AlphaEvolve v2)" in line
+    best = float(out.split("\nbest score ")[1].split()[0])
+    gap = float(line.split("gap to record ")[1].split()[0])
+    assert gap == pytest.approx(best - record, rel=1e-3) and gap < 0
