@@ -207,10 +207,10 @@ def _cmd_evaluate(args: argparse.Namespace, console: Console) -> int:
     if hasattr(problem, "report"):
         for label, value in problem.report(state):
             table.add_row(label, value)
-    console.print(table)
     cases = metrics.get("cases")
     if isinstance(cases, list) and cases and all(isinstance(c, dict) for c in cases):
-        console.print(_cases_table(cases))
+        console.print(_cases_table(cases))  # the per-case table first: the summary ends the output
+    console.print(table)
     return 0
 
 

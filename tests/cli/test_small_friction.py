@@ -91,3 +91,17 @@ def test_search_summary_shows_the_record_and_the_gap(tmp_path, capsys, monkeypat
     best = float(out.split("\nbest score ")[1].split()[0])
     gap = float(line.split("gap to record ")[1].split()[0])
     assert gap == pytest.approx(best - record, rel=1e-3) and gap < 0
+
+
+def test_evaluate_prints_the_per_case_table_before_the_summary(monkeypatch, capsys):
+    import discoverygym.cli as cli
+    from discoverygym.types import State
+
+    problem = ENVS["CirclePacking-26-v0"]
+    cases = [{"case": f"{i:04d}", "verdict": "accepted", "score": 10 + i} for i in range(3)]
+    state = State(solution=None, score=11.0, reward=0.5, valid=True, metadata={"cases": cases})
+    monkeypatch.setattr(cli, "_evaluate", lambda *a, **k: (state, problem))
+    monkeypatch.setenv("COLUMNS", "120")
+    assert main(["evaluate", "CirclePacking-26-v0"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("3 cases") < out.index("0002") < out.index("published best")  # the summary comes last
