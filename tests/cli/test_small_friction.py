@@ -105,3 +105,20 @@ def test_evaluate_prints_the_per_case_table_before_the_summary(monkeypatch, caps
     assert main(["evaluate", "CirclePacking-26-v0"]) == 0
     out = capsys.readouterr().out
     assert out.index("3 cases") < out.index("0002") < out.index("published best")  # the summary comes last
+
+
+def test_post_train_table_does_not_report_the_initial_state_as_held_out(capsys, monkeypatch):
+    from rich.console import Console
+
+    from discoverygym.cli.post_train import _table
+
+    monkeypatch.setenv("COLUMNS", "200")
+    # the held-out search's best state is the env's initial one (reward 0.875); its candidates reach 0.25
+    heldout = {"CirclePacking-32-v0": {"best_reward": 0.875, "best_score": 2.5, "best_candidate_reward": 0.25,
+                                       "valid_fraction": 0.5, "evaluations": 4}}
+    nothing_valid = {"CirclePacking-32-v0": {"best_reward": 0.875, "best_candidate_reward": None}}
+    _table(Console(), [{"round": "base", "heldout": heldout},
+                       {"round": 0, "heldout": nothing_valid, "buffer_rows": 3, "train_best_reward": {}}])
+    out = capsys.readouterr().out
+    assert "0.875" not in out
+    assert "0.25" in out
