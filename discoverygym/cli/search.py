@@ -25,15 +25,22 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from discoverygym.cli.common import check_policy_fits, json_value, one_line, resume_command, run_kind, seed_value
+from discoverygym.cli.common import (
+    check_policy_fits,
+    json_value,
+    one_line,
+    resume_command,
+    run_kind,
+    seed_value,
+)
 from discoverygym.errors import BackendUnavailable
 from discoverygym.io import file_in_the_way
 from discoverygym.policy import POLICIES
 from discoverygym.search.config import SearchConfig, check_env_id
 from discoverygym.search.evolution import EvolutionarySearch, SearchResult
 from discoverygym.search.runlog import RunLog
-from discoverygym.types import State
 from discoverygym.search.selectors import SELECTORS
+from discoverygym.types import State
 
 __all__ = ["add_parser", "main", "run"]
 

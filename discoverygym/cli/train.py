@@ -23,7 +23,14 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from discoverygym.cli.common import check_policy_fits, json_value, one_line, resume_command, run_kind, seed_value
+from discoverygym.cli.common import (
+    check_policy_fits,
+    json_value,
+    one_line,
+    resume_command,
+    run_kind,
+    seed_value,
+)
 from discoverygym.errors import BackendUnavailable
 from discoverygym.io import file_in_the_way
 
@@ -417,7 +424,7 @@ def run(args: argparse.Namespace) -> int:
         import torch  # noqa: F401
     except ImportError:
         console.print("[red]error:[/] training needs torch: pip install 'discoverygym[rl]' "
-                      "(CPU: pip install torch==2.13.0 first)")
+                      "(CPU-only: pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu first)")
         return 2
     try:
         return _train(args, console) if args.command == "train" else _compare(args, console)

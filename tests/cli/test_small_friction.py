@@ -94,7 +94,7 @@ def test_search_summary_shows_the_record_and_the_gap(tmp_path, capsys, monkeypat
 
 
 def test_evaluate_prints_the_per_case_table_before_the_summary(monkeypatch, capsys):
-    import discoverygym.cli as cli
+    from discoverygym import cli
     from discoverygym.types import State
 
     problem = ENVS["CirclePacking-26-v0"]
@@ -122,3 +122,15 @@ def test_post_train_table_does_not_report_the_initial_state_as_held_out(capsys, 
     out = capsys.readouterr().out
     assert "0.875" not in out
     assert "0.25" in out
+
+
+def test_readme_documents_program_state_and_the_cpu_torch_index():
+    from pathlib import Path
+
+    from discoverygym import types
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in readme
+    assert "3.5 GB" in readme
+    assert "`state.solution` is always\n`None`" in readme and "`state.code`" in readme
+    assert "program envs" in types.State.__doc__ and "``None`` in program envs" in types.State.__doc__
