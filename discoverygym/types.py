@@ -41,11 +41,15 @@ class State:
 
     Attributes:
         solution: the construction as plain JSON data (list of floats, list of [x, y, r] rows,
-            ±1 matrix, integer list), ``None`` when no valid construction was produced.
+            ±1 matrix, integer list), ``None`` when no valid construction was produced. Always
+            ``None`` in program envs (kernels, AtCoder, denoising: their action is a program, not a
+            construction): the candidate there is ``code``, and what it achieved is ``score`` and
+            ``metadata`` (e.g. per-case results under ``"cases"``).
         score: the problem's own number recomputed by the verifier (e.g. C5), ``None`` if invalid.
         reward: the env's reward for this state (higher is better; the failure reward if invalid).
         valid: whether the verifier accepted ``solution``.
-        code: the program that produced the solution (``action_mode="code"``), else ``None``.
+        code: the program that produced the solution (``action_mode="code"``) or, in program envs,
+            the program itself (the candidate); ``None`` for a construction proposed directly.
         id: unique string id.
         parent_ids: ids of the states this one was derived from (several for multi-inspiration
             prompts, empty for an initial state).

@@ -355,7 +355,8 @@ class Trainer:
             or a non-default loss for a learner that does not compute its loss locally (no ``loss``
             attribute, e.g. Tinker's service).
         FileExistsError: ``run_dir`` holds a run and ``resume`` is False.
-        FileNotFoundError: ``resume`` without a checkpoint in ``run_dir``.
+        FileNotFoundError: ``resume`` without a checkpoint nor a ``config.json`` in ``run_dir`` (a run
+            stopped before its first checkpoint restarts from scratch with its stored configuration).
         BackendUnavailable / ModelUnavailable: from an LLM backend (:func:`build_learners`).
     """
 
@@ -666,7 +667,14 @@ class Trainer:
         assert self.run_dir is not None
         found = latest_checkpoint(self.run_dir / "checkpoints")
         if found is None:
-            raise FileNotFoundError(f"no checkpoint in {self.run_dir} to resume from")
+            if not (self.run_dir / "config.json").is_file():
+                raise FileNotFoundError(f"no checkpoint in {self.run_dir} to resume from")
+            # stopped (Ctrl-C) before its first checkpoint: nothing to restore, start from scratch
+            # with the stored configuration, dropping whatever the first step had begun to log
+            (self.run_dir / "metrics.jsonl").write_text("")
+            truncate_jsonl(self.run_dir / "samples.jsonl", 0)
+            self._write_best()
+            return
         where = found
         self.learner.load_checkpoint(where / "learner")
         if self.sampler is not self.learner:

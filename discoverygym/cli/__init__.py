@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -142,15 +143,37 @@ def _cmd_list(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    table = Table(title="discoverygym environments")
+    console.print(_list_table(rows, console.width))
+    return 0
+
+
+def _list_table(rows: list[dict], width: int) -> Table:
+    """The ``list`` table; under 120 columns a compact one (no action column, short quantity and source).
+
+    The compact form keeps every env on one or two lines of an 80-column terminal: the quantity is cut
+    before its parenthesis, the source at its first comma, the record shown to 7 significant digits
+    (``--json`` has the full values).
+    """
+    compact = width < 120
+    table = Table(title="discoverygym environments", box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD,
+                  pad_edge=not compact)
     table.add_column("env id", no_wrap=True, min_width=max(len(r["env_id"]) for r in rows))
-    for col in ("quantity", "better", "action", "record", "source"):
-        table.add_column(col)
+    table.add_column("better", no_wrap=True)
+    table.add_column("record", no_wrap=compact)
+    table.add_column("quantity", ratio=1 if compact else None)
+    if not compact:
+        table.add_column("action")
+    table.add_column("source", ratio=1 if compact else None)
     for r in rows:
         better = {"min": "lower", "max": "higher"}.get(r["direction"], "")
-        table.add_row(r["env_id"], r["quantity"], better, r["action"], str(r["record"]), r["source"])
-    console.print(table)
-    return 0
+        record, quantity, source = r["record"], r["quantity"], r["source"]
+        if compact:
+            record = f"{record:.7g}" if isinstance(record, float) else record
+            quantity = quantity.split(" (")[0]
+            source = source.split(",")[0]
+        cells = [r["env_id"], better, str(record), quantity] + ([] if compact else [r["action"]]) + [source]
+        table.add_row(*cells)
+    return table
 
 
 def _cmd_evaluate(args: argparse.Namespace, console: Console) -> int:
@@ -184,10 +207,10 @@ def _cmd_evaluate(args: argparse.Namespace, console: Console) -> int:
     if hasattr(problem, "report"):
         for label, value in problem.report(state):
             table.add_row(label, value)
-    console.print(table)
     cases = metrics.get("cases")
     if isinstance(cases, list) and cases and all(isinstance(c, dict) for c in cases):
-        console.print(_cases_table(cases))
+        console.print(_cases_table(cases))  # the per-case table first: the summary ends the output
+    console.print(table)
     return 0
 
 
@@ -262,7 +285,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``discoverygym``; returns the exit code."""
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    args.argv = argv  # for the exact resume command printed on Ctrl-C / failure
     console = Console()
     try:
         if args.command == "search":

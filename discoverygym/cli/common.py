@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
 from discoverygym.io import run_kind
 
-__all__ = ["UsageError", "check_policy_fits", "json_value", "load_construction", "one_line", "run_kind",
-           "seed_value"]
+__all__ = ["UsageError", "check_policy_fits", "json_value", "load_construction", "one_line", "resume_command",
+           "run_kind", "seed_value"]
 
 
 class UsageError(Exception):
@@ -28,6 +29,21 @@ def one_line(exc: BaseException) -> str:
     else:
         text = str(exc)
     return " ".join(text.split())
+
+
+def resume_command(args: argparse.Namespace, fallback: list[str]) -> str:
+    """The exact shell command that resumes the interrupted or failed run of ``args``.
+
+    It is the original command line (``args.argv``, set by :func:`discoverygym.cli.main` and the
+    standalone entries) with ``--resume`` added unless already there, quoted with :func:`shlex.join`
+    so that it can be pasted back as is. Without ``args.argv`` (a namespace built by hand) it is
+    ``fallback`` (the sub-command's arguments without the program name) with ``--resume``.
+    """
+    argv = getattr(args, "argv", None)
+    words = list(argv) if argv is not None else list(fallback)
+    if "--resume" not in words:
+        words.append("--resume")
+    return shlex.join(["discoverygym", *words])
 
 
 def seed_value(text: str) -> int:

@@ -23,7 +23,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from discoverygym.cli.common import seed_value
+from discoverygym.cli.common import resume_command, seed_value
 
 __all__ = ["add_parser", "main", "run"]
 
@@ -253,7 +253,13 @@ def config_from_args(args: argparse.Namespace) -> Any:
 
 
 def _table(console: Console, summaries: list[dict]) -> None:
-    """Per round: new buffer nodes, SFT examples and last loss, mean best reward (train / held-out)."""
+    """Per round: new buffer nodes, SFT examples and last loss, mean best reward (train / held-out).
+
+    The held-out column is the best reward of the *candidates* the generator wrote in the held-out
+    searches (``best_candidate_reward``), not the searches' best state, which counts the env's
+    initial state and would show it as a held-out result whenever no candidate beats it; ``-``
+    when no candidate was valid.
+    """
     table = Table(title="IRFT rounds (per-problem values: --json or rounds.jsonl)")
     for col in (
         "round",
@@ -261,7 +267,7 @@ def _table(console: Console, summaries: list[dict]) -> None:
         "SFT examples",
         "SFT loss",
         "train best reward",
-        "held-out best reward",
+        "held-out best candidate reward",
     ):
         table.add_column(col)
 
@@ -275,7 +281,7 @@ def _table(console: Console, summaries: list[dict]) -> None:
     for s in summaries:
         sft = s.get("sft") or {}
         train = mean(list((s.get("train_best_reward") or {}).values()))
-        held = mean([v.get("best_reward") for v in s.get("heldout", {}).values()])
+        held = mean([v.get("best_candidate_reward") for v in s.get("heldout", {}).values()])
         row = (s["round"], s.get("buffer_rows"), sft.get("examples"), sft.get("loss"), train, held)
         table.add_row(*(fmt(x) for x in row))
     console.print(table)
@@ -328,14 +334,15 @@ def run(args: argparse.Namespace) -> int:
         summaries = irft.run()
     except KeyboardInterrupt:
         print(
-            f"\ninterrupted; continue with: discoverygym post-train --run-dir {args.run_dir} --resume",
+            f"\ninterrupted; continue with: {resume_command(args, ['post-train', '--run-dir', str(args.run_dir)])}",
             file=sys.stderr,
         )
         return 130
     except Exception as exc:  # noqa: BLE001 - reported; the run directory stays resumable
         print(
             f"discoverygym post-train: failed: {type(exc).__name__}: {exc}\n"
-            f"the run directory {args.run_dir} is resumable (--resume)",
+            f"the run directory {args.run_dir} is resumable: "
+            f"{resume_command(args, ['post-train', '--run-dir', str(args.run_dir)])}",
             file=sys.stderr,
         )
         return 1
@@ -350,7 +357,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m discoverygym.cli.post_train ...`` (same arguments as ``discoverygym post-train``)."""
     parser = argparse.ArgumentParser(prog="discoverygym post-train", description="IRFT post-training")
     _add_arguments(parser)
-    return run(parser.parse_args(argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv)
+    args.argv = ["post-train", *argv]
+    return run(args)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ interrupted (Ctrl-C; resumable with ``--resume``).
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections.abc import Sequence
@@ -25,7 +26,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from discoverygym.casestats import case_summary
-from discoverygym.cli.common import check_policy_fits, json_value, one_line, run_kind, seed_value
+from discoverygym.cli.common import (
+    check_policy_fits,
+    json_value,
+    one_line,
+    resume_command,
+    run_kind,
+    seed_value,
+)
 from discoverygym.errors import BackendUnavailable
 from discoverygym.io import file_in_the_way
 from discoverygym.policy import POLICIES
@@ -33,6 +41,7 @@ from discoverygym.search.config import SearchConfig, check_env_id
 from discoverygym.search.evolution import EvolutionarySearch, SearchResult
 from discoverygym.search.runlog import RunLog
 from discoverygym.search.selectors import SELECTORS
+from discoverygym.types import State
 
 __all__ = ["add_parser", "main", "run"]
 
@@ -71,32 +80,32 @@ _PARAMS: list[tuple[tuple[str, ...], str, Any, Any, str]] = [
         "inspirations",
         _inspirations_value,
         None,
-        "states per prompt, an integer >= 1 or 'auto' (a per-trajectory UCB1 over 1, 3, 5, 10 rewarded by "
-        "the step's committed improvement); default: selector's, RPUCG 5, others 1",
+        ("states per prompt, an integer >= 1 or 'auto' (a per-trajectory UCB1 over 1, 3, 5, 10 rewarded by "
+        "the step's committed improvement); default: selector's, RPUCG 5, others 1"),
     ),
     (
         ("--restart-controller",),
         "restart_controller",
         str,
         None,
-        "at each selector restart (RPUCG restart_every) a per-trajectory bandit, ucb or thompson, chooses "
-        "the best node or a fresh start from the initial state (default: none, best node)",
+        ("at each selector restart (RPUCG restart_every) a per-trajectory bandit, ucb or thompson, chooses "
+        "the best node or a fresh start from the initial state (default: none, best node)"),
     ),
     (
         ("--budget-controller",),
         "budget_controller",
         str,
         None,
-        "successive-halving or bandit: hand the C*L steps to the most promising trajectories in rounds "
-        "(best so far, recent slope); still exactly C*L*K evaluations (default: none, L steps each)",
+        ("successive-halving or bandit: hand the C*L steps to the most promising trajectories in rounds "
+        "(best so far, recent slope); still exactly C*L*K evaluations (default: none, L steps each)"),
     ),
     (
         ("--controller-kwargs",),
         "controller_kwargs",
         json_value,
         {},
-        "controller arguments as JSON, keys inspirations/restart/budget, e.g. "
-        "'{{\"budget\": {{\"window\": 3}}}}'",
+        ("controller arguments as JSON, keys inspirations/restart/budget, e.g. "
+        "'{{\"budget\": {{\"window\": 3}}}}'"),
     ),
     (("--backpressure",), "backpressure", int, 1, "outstanding batches per trajectory (default 1)"),
     (
@@ -321,7 +330,26 @@ class _Display:
             self._progress.stop()
 
 
-def _summary(console: Console, config: SearchConfig, result: SearchResult) -> None:
+def _record_line(problem: Any, best: State | None) -> str:
+    """``published record V (source); gap to record ±G (higher/lower is better)`` for a search summary.
+
+    The gap is ``best - record`` (as ``train`` reports it); it is left out when there is no valid
+    best, no finite record, or the best is a CPU-timing proxy score (not comparable with a GPU record).
+    """
+    sota = getattr(problem, "sota", None) or {}
+    record = sota.get("value")
+    text = f"published record {record} ({sota.get('source')})"
+    finite = isinstance(record, (int, float)) and math.isfinite(record)
+    proxy = best.metadata.get("proxy") if best is not None and best.valid else None
+    if proxy:
+        return text + f"; best is a {str(proxy).upper()} proxy score, not comparable with it"
+    if finite and best is not None and best.valid and best.score is not None:
+        better = "lower" if getattr(problem, "direction", "max") == "min" else "higher"
+        text += f"; gap to record {best.score - record:+.3e} ({better} is better)"
+    return text
+
+
+def _summary(console: Console, config: SearchConfig, result: SearchResult, problem: Any = None) -> None:
     table = Table(
         title=f"search {config.env_id} — Φ={config.selector}, C={config.C} L={config.L} K={config.K}"
     )
@@ -338,11 +366,19 @@ def _summary(console: Console, config: SearchConfig, result: SearchResult) -> No
     console.print(
         f"best score {best.score if best else None!r} (id {best.id if best else None}); "
         f"{result.evaluations} evaluations in the log ({result.evaluated_now} now, {rate:.1f}/s, "
-        f"utilisation {result.utilisation:.0%}); run dir {result.run_dir}"
+        f"utilisation {result.utilisation:.0%}); run dir {result.run_dir}",
+        highlight=False,
     )
+    if problem is not None:
+        console.print(_record_line(problem, best), highlight=False)
     cases = case_summary(best.metadata if best else None)
     if cases:
         console.print(cases, highlight=False, markup=False)
+
+
+def _resume_hint(args: argparse.Namespace) -> str:
+    """The exact command that continues this search (the original argv with ``--resume``)."""
+    return resume_command(args, ["search", args.env_id, "--run-dir", str(args.run_dir)])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -382,7 +418,7 @@ def run(args: argparse.Namespace) -> int:
         display.stop()
         print(
             f"\ninterrupted; everything evaluated is in {args.run_dir}. Continue with:\n"
-            f"  discoverygym search {args.env_id} --run-dir {args.run_dir} --resume",
+            f"  {_resume_hint(args)}",
             file=sys.stderr,
         )
         return 130
@@ -390,7 +426,7 @@ def run(args: argparse.Namespace) -> int:
         display.stop()
         print(
             f"discoverygym search: unavailable here: {one_line(exc)}\n"
-            f"the run directory {args.run_dir} is resumable (--resume)",
+            f"the run directory {args.run_dir} is resumable: {_resume_hint(args)}",
             file=sys.stderr,
         )
         return 3
@@ -398,12 +434,12 @@ def run(args: argparse.Namespace) -> int:
         display.stop()
         print(
             f"discoverygym search: failed: {type(exc).__name__}: {exc}\n"
-            f"the run directory {args.run_dir} is resumable (--resume)",
+            f"the run directory {args.run_dir} is resumable: {_resume_hint(args)}",
             file=sys.stderr,
         )
         return 1
     display.stop()
-    _summary(console, config, result)
+    _summary(console, config, result, search.problem)
     return 0
 
 
@@ -413,7 +449,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="discoverygym search", description="(C, L, K, Φ) evolutionary search"
     )
     _add_arguments(parser)
-    return run(parser.parse_args(argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv)
+    args.argv = ["search", *argv]
+    return run(args)
 
 
 if __name__ == "__main__":

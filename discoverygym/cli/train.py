@@ -24,7 +24,14 @@ from rich.console import Console
 from rich.table import Table
 
 from discoverygym.casestats import case_summary
-from discoverygym.cli.common import check_policy_fits, json_value, one_line, run_kind, seed_value
+from discoverygym.cli.common import (
+    check_policy_fits,
+    json_value,
+    one_line,
+    resume_command,
+    run_kind,
+    seed_value,
+)
 from discoverygym.errors import BackendUnavailable
 from discoverygym.io import file_in_the_way
 
@@ -313,7 +320,7 @@ def _train(args: argparse.Namespace, console: Console) -> int:
         if not isinstance(exc, ServerError):
             raise
         print(f"discoverygym train: failed: {' '.join(str(exc).split())}\n"
-              f"the run directory {run_dir} is resumable (--resume)", file=sys.stderr)
+              f"the run directory {run_dir} is resumable: {_resume_hint(args)}", file=sys.stderr)
         return 1
     problem = trainer.problem
     record = problem.sota.get("value")
@@ -400,6 +407,20 @@ def _compare(args: argparse.Namespace, console: Console) -> int:
         raise _Usage(str(exc)) from None
 
 
+def _resume_hint(args: argparse.Namespace) -> str:
+    """The exact command that continues this ``train`` / ``compare`` run (original argv + ``--resume``)."""
+    if args.command == "train":
+        fallback = ["train", args.env_id, "--run-dir", str(args.run_dir)]
+    else:
+        fallback = ["compare", args.env_id, "--configs", args.configs, "--seeds", str(args.seeds),
+                    "--run-dir", str(getattr(args, "study_dir", None) or args.run_dir or "DIR")]
+        argv = getattr(args, "argv", None)
+        study_dir = getattr(args, "study_dir", None)
+        if argv is not None and args.run_dir is None and study_dir:  # the study chose its directory
+            args = argparse.Namespace(**{**vars(args), "argv": [*argv, "--run-dir", str(study_dir)]})
+    return resume_command(args, fallback)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``train`` or ``compare`` for parsed ``args`` (see the module docstring for exit codes)."""
     console = Console(stderr=bool(getattr(args, "json", False)))
@@ -407,7 +428,7 @@ def run(args: argparse.Namespace) -> int:
         import torch  # noqa: F401
     except ImportError:
         console.print("[red]error:[/] training needs torch: pip install 'discoverygym[rl]' "
-                      "(CPU: pip install torch==2.13.0 first)")
+                      "(CPU-only: pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu first)")
         return 2
     try:
         return _train(args, console) if args.command == "train" else _compare(args, console)
@@ -421,10 +442,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"discoverygym: unavailable here: {' '.join(str(exc).split())}{hint}", file=sys.stderr)
         return 3
     except KeyboardInterrupt:
-        hint = (f"discoverygym train {args.env_id} --run-dir {args.run_dir} --resume" if args.command == "train"
-                else f"discoverygym compare {args.env_id} --configs {args.configs} --seeds {args.seeds} "
-                f"--run-dir {getattr(args, 'study_dir', None) or args.run_dir or 'DIR'} --resume")
-        console.print(f"interrupted: continue with `{hint}`", highlight=False)
+        hint = _resume_hint(args)
+        console.print(f"interrupted: continue with `{hint}`", highlight=False, markup=False,
+                      soft_wrap=True)  # not wrapped: the command is pasted back
         return 130
 
 
@@ -433,7 +453,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="discoverygym")
     sub = parser.add_subparsers(dest="command", required=True)
     add_parsers(sub)
-    return run(parser.parse_args(argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv)
+    args.argv = argv
+    return run(args)
 
 
 if __name__ == "__main__":

@@ -142,7 +142,7 @@ class SearchConfig:
             )
         for key in kw:
             if not isinstance(kw[key], dict):
-                raise ValueError(f"controller_kwargs[{key!r}] must be a JSON object, got {kw[key]!r}")
+                raise ValueError(f"controller_kwargs[{key!r}] must be a JSON object, got {kw[key]!r}")  # noqa: TRY004
         try:
             if self.inspirations == "auto":
                 ctl.InspirationBandit(**kw.get("inspirations", {}))

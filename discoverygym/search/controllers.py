@@ -237,7 +237,7 @@ class SuccessiveHalving(_Budget):
 
     def __init__(self, C: int, L: int, window: int = 5) -> None:
         super().__init__(C, L, window)
-        self.rungs = int(math.floor(math.log2(self.C))) + 1
+        self.rungs = math.floor(math.log2(self.C)) + 1
         if self.L < self.rungs:
             raise ValueError(
                 f"successive-halving needs L >= {self.rungs} (its rungs for C={self.C}), got L={self.L}"

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -23,6 +24,7 @@ import sys
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -249,11 +251,33 @@ def _guard_parent(guard: _ParentGuard) -> None:
     threading.Thread(target=watch, name="dg-parent-watchdog", daemon=True).start()
 
 
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """Block SIGINT in the calling thread while the pool may start workers (inside ``submit``).
+
+    A worker inherits the signal mask of the thread that starts it, so a Ctrl-C that reaches it
+    while its interpreter starts up (imports, unpickling: before :func:`_init_worker` runs) stays
+    pending instead of printing a ``KeyboardInterrupt`` traceback per worker; :func:`_init_worker`
+    then ignores SIGINT and unblocks it, which discards the pending one. The parent only defers
+    its own Ctrl-C to the end of the ``submit`` call. A no-op where ``pthread_sigmask`` is missing.
+    """
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _init_worker(spec: EvaluatorSpec, guard: _ParentGuard | None = None) -> None:
     global _WORKER_ENV
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (orderly stop)
+    if hasattr(signal, "pthread_sigmask"):  # blocked since the parent started this worker
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     if guard is not None:
         _guard_parent(guard)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (orderly stop)
     _WORKER_ENV = spec.make()
 
 
@@ -298,12 +322,15 @@ class LocalEvaluator(Evaluator):
 
     def warm_up(self) -> None:
         """Start every worker process now (so start-up time is not counted as evaluation time)."""
-        futures = [self._pool.submit(_warmup) for _ in range(2 * self.workers)]
+        with _sigint_blocked():
+            futures = [self._pool.submit(_warmup) for _ in range(2 * self.workers)]
         for f in futures:
             f.result()
 
     def submit(self, task: EvalTask) -> Future:
-        return self._pool.submit(_run_in_worker, task)
+        """Judge ``task`` in a worker process (started here, SIGINT-immune, on first use)."""
+        with _sigint_blocked():
+            return self._pool.submit(_run_in_worker, task)
 
     def close(self, cancel: bool = False) -> None:
         self._pool.shutdown(wait=True, cancel_futures=cancel)
