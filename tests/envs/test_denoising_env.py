@@ -38,8 +38,8 @@ def small(cache):
     return make_denoising("pbmc68k-reduced", n_cells=100, n_genes=150, cache_dir=cache, timeout_s=60.0)
 
 
-def _judge(task, source):
-    env = discoverygym.envs.program.ProgramEnv(task)
+def _judge(task, source, **env_kw):
+    env = discoverygym.envs.program.ProgramEnv(task, **env_kw)
     return env.evaluate(source, seed=0)
 
 
@@ -252,8 +252,10 @@ def test_refuses_to_score_without_bubblewrap_unless_opted_in(cache, monkeypatch,
     task = make_denoising("pbmc68k-reduced", n_cells=100, n_genes=150, cache_dir=cache + "/refused",
                           timeout_s=60.0, **options)
     with pytest.raises(BackendUnavailable, match="allow_unconfined=True") as info:
-        _judge(task, B.program_source("no-denoising"))
+        _judge(task, B.program_source("no-denoising"), raise_unavailable=True)
     assert "\n" not in str(info.value)
+    state = _judge(task, B.program_source("no-denoising"))  # the env's default: unscored, not raised
+    assert state.unscored and not state.valid and "allow_unconfined=True" in state.error
     assert load_split.cache_info().misses == before  # refused before loading (or running) anything
     opted = make_denoising("pbmc68k-reduced", n_cells=100, n_genes=150, cache_dir=cache, timeout_s=60.0,
                            allow_unconfined=True, **options)
