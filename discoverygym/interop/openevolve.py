@@ -42,7 +42,7 @@ from discoverygym.envs.registry import ENVS, PROGRAM_TASKS, problem_of
 from discoverygym.types import State
 
 __all__ = [
-    "DEFAULT_API_BASE", "DEFAULT_MODEL", "FAILURE_KEYS", "EXAMPLE_PROGRAMS", "evaluate_program_file",
+    "DEFAULT_API_BASE", "DEFAULT_MODEL", "EXAMPLE_PROGRAMS", "FAILURE_KEYS", "evaluate_program_file",
     "export_openevolve", "initial_program", "judge", "metrics_of", "with_evolve_markers",
 ]
 
