@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import re
 import threading
 from collections.abc import Iterator
@@ -138,7 +139,7 @@ def test_openevolve_round_trip_scores_are_discoverygyms(tmp_path, monkeypatch):
     except ImportError as exc:
         pytest.skip(f"openevolve is not installed: {exc}")
     monkeypatch.setenv("OPENAI_API_KEY", "loopback")
-    monkeypatch.setenv("PYTHONPATH", f"{REPO}:{__import__('os').environ.get('PYTHONPATH', '')}")
+    monkeypatch.setenv("PYTHONPATH", f"{REPO}:{os.environ.get('PYTHONPATH', '')}")
     out = tmp_path / "export"
     with chat_server() as (url, canned):
         assert main(["export", ENV_ID, str(out), "--api-base", url, "--model", "canned", "--iterations", "4"]) == 0
