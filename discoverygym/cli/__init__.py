@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from discoverygym.cli import audit as audit_cli
+from discoverygym.cli import export as export_cli
 from discoverygym.cli import post_train as irft_cli
 from discoverygym.cli import search as search_cli
 from discoverygym.cli import train as agents_cli
@@ -279,6 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     agents_cli.add_parsers(sub)
     irft_cli.add_parser(sub)
     audit_cli.add_parser(sub)
+    export_cli.add_parser(sub)
     return parser
 
 
@@ -300,6 +302,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_list(args, console)
         if args.command == "audit":
             return audit_cli.run(args)
+        if args.command == "export":
+            return export_cli.run(args)
         return _cmd_evaluate(args, console)
     except UsageError as exc:
         print(f"discoverygym: error: {exc}", file=sys.stderr)
