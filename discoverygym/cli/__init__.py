@@ -28,6 +28,7 @@ from rich.table import Table
 
 from discoverygym.cli import audit as audit_cli
 from discoverygym.cli import post_train as irft_cli
+from discoverygym.cli import report as report_cli
 from discoverygym.cli import search as search_cli
 from discoverygym.cli import train as agents_cli
 from discoverygym.cli.common import UsageError, load_construction, seed_value
@@ -279,6 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     agents_cli.add_parsers(sub)
     irft_cli.add_parser(sub)
     audit_cli.add_parser(sub)
+    report_cli.add_parser(sub)
     return parser
 
 
@@ -300,6 +302,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_list(args, console)
         if args.command == "audit":
             return audit_cli.run(args)
+        if args.command == "report":
+            return report_cli.run(args)
         return _cmd_evaluate(args, console)
     except UsageError as exc:
         print(f"discoverygym: error: {exc}", file=sys.stderr)
