@@ -65,7 +65,7 @@ def layout(nodes: list[Node]) -> tuple[list[float], list[float], list[int]]:
     return xs, ys, parent
 
 
-def picture_png(env_id: str | None, state: dict | None, env_kwargs: dict | None = None, size: int = 360) -> str | None:
+def picture_png(env_id: str | None, state: dict | None, env_kwargs: dict | None = None, size: int = 300) -> str | None:
     """The env's ``picture(state)`` of a state record as a base64 PNG, or ``None`` when it cannot be made."""
     if not env_id or not isinstance(state, dict) or not state.get("valid"):
         return None
@@ -268,7 +268,7 @@ _SCRIPT = r"""
   var dag = document.getElementById('dag');
   var xl = D.kind === 'train' ? 'step (or depth)' : 'step (0 = initial state)';
   plots.push(Plotly.newPlot(dag, traces, {
-    title: {text: 'lineage DAG: ' + n + ' states (click a node; drag to zoom, shift-drag or the toolbar to pan)'},
+    title: {text: 'lineage DAG: ' + n + ' states · click a node · drag: zoom, scroll: zoom, toolbar: pan', x: 0.01, xanchor: 'left', font: {size: 13}},
     margin: {l: 60, r: 10, t: 40, b: 45}, hovermode: 'closest', dragmode: 'zoom',
     xaxis: {title: {text: xl}}, yaxis: {title: {text: D.kind === 'train' ? 'rank' : 'trajectory band · candidate'},
                                          autorange: 'reversed'},
