@@ -1,7 +1,7 @@
 """The package's import graph: no circles, and no import from a lower layer to a higher one.
 
 Layers, bottom to top (docs/architecture.md): ground floor (types, errors, io, policy, protocols,
-tensorboard) → rewards → sandbox → envs (and wrappers) → audit, search, interop → agents → cli. Every
+tensorboard) → rewards → sandbox → envs (and wrappers) → audit, search, interop → agents, report → cli. Every
 ``import`` / ``from ... import`` in the
 package counts, function-level ones included (read with :mod:`ast`, nothing is imported).
 """
@@ -15,7 +15,8 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "discoverygym"
 LAYERS = {"types": 0, "errors": 0, "io": 0, "casestats": 0, "policy": 0, "protocols": 0, "tensorboard": 0, "rewards": 1,
-          "sandbox": 2, "envs": 3, "wrappers": 3, "audit": 4, "search": 4, "interop": 4, "agents": 5, "cli": 6}
+          "sandbox": 2, "envs": 3, "wrappers": 3, "audit": 4, "search": 4, "interop": 4, "agents": 5, "report": 5,
+          "cli": 6}
 
 
 def _module(path: Path) -> str:

@@ -29,6 +29,7 @@ from rich.table import Table
 from discoverygym.cli import audit as audit_cli
 from discoverygym.cli import export as export_cli
 from discoverygym.cli import post_train as irft_cli
+from discoverygym.cli import report as report_cli
 from discoverygym.cli import search as search_cli
 from discoverygym.cli import train as agents_cli
 from discoverygym.cli.common import UsageError, load_construction, seed_value
@@ -281,6 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     irft_cli.add_parser(sub)
     audit_cli.add_parser(sub)
     export_cli.add_parser(sub)
+    report_cli.add_parser(sub)
     return parser
 
 
@@ -304,6 +306,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return audit_cli.run(args)
         if args.command == "export":
             return export_cli.run(args)
+        if args.command == "report":
+            return report_cli.run(args)
         return _cmd_evaluate(args, console)
     except UsageError as exc:
         print(f"discoverygym: error: {exc}", file=sys.stderr)
