@@ -356,6 +356,17 @@ def _ray_task(spec: EvaluatorSpec, task: EvalTask) -> EvalResult:
     return result
 
 
+def _ray_warmup(spec: EvaluatorSpec) -> str:
+    """Build (and cache) the worker's environment; return the node's id."""
+    global _RAY_ENV
+    import ray
+
+    key = repr(spec)
+    if _RAY_ENV is None or _RAY_ENV[0] != key:
+        _RAY_ENV = (key, spec.make())
+    return ray.get_runtime_context().get_node_id()
+
+
 #: the environment variables through which Ray's clients and nodes find the cluster's token.
 RAY_TOKEN_VARS = ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
 
@@ -496,7 +507,36 @@ class RayEvaluator(Evaluator):
             self._owns = True
         self.workers = int(workers or max(1, int(ray.cluster_resources().get("CPU", 1))))
         self._spec_ref = ray.put(spec)
-        self._remote = ray.remote(num_cpus=1, max_retries=0)(_ray_task)
+        # SPREAD: tasks go round the nodes (the default packs them onto the driver's node while it has
+        # a free CPU, so short evaluations would never leave it)
+        self._remote = ray.remote(num_cpus=1, max_retries=0, scheduling_strategy="SPREAD")(_ray_task)
+
+    def warm_up(self) -> None:
+        """Start a worker with its environment on every CPU of every alive node, before the search.
+
+        Evaluations are short, so without this the first node's warm worker would take every task
+        while the other nodes are still starting theirs. It also checks each node can import
+        discoverygym and build the env.
+
+        Raises:
+            BackendUnavailable: a node cannot import discoverygym (install it there, same version).
+        """
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        refs = []
+        for node in self._ray.nodes():
+            cpus = int(node.get("Resources", {}).get("CPU", 0)) if node.get("Alive") else 0
+            strategy = NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
+            warm = self._ray.remote(num_cpus=1, max_retries=0, scheduling_strategy=strategy)(_ray_warmup)
+            refs += [warm.remote(self._spec_ref) for _ in range(cpus)]
+        try:
+            self._ray.get(refs)
+        except Exception as exc:
+            if "No module named 'discoverygym'" in str(exc):
+                raise BackendUnavailable(
+                    "a Ray node cannot import discoverygym: install it (same version) on every node of the cluster"
+                ) from None
+            raise
 
     def submit(self, task: EvalTask) -> Future:
         return self._remote.remote(self._spec_ref, task).future()
