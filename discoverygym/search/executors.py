@@ -9,9 +9,10 @@
 * :class:`RayEvaluator` (extra ``[ray]``): the same task function as a Ray remote task, on a local
   ``ray.init()`` or a cluster (``address``), so a search scales out without code changes. Ray
   workers need discoverygym installed (same version) on every node, and a cluster with token
-  authentication (the default of recent Ray releases, 2.60 here) needs its token on every node and on the machine that
-  runs the search (``RAY_AUTH_TOKEN`` or ``RAY_AUTH_TOKEN_PATH``; see :class:`RayEvaluator`). Each
-  evaluated state records the Ray node that judged it in ``metadata["ray_node"]``.
+  authentication (the default of recent Ray releases, 2.60 here) needs its token on every node
+  and on the machine that runs the search (``RAY_AUTH_TOKEN`` or ``RAY_AUTH_TOKEN_PATH``; see
+  :class:`RayEvaluator`). Each evaluated state records the Ray node that judged it in
+  ``metadata["ray_node"]``.
 * :class:`InlineEvaluator`: evaluates in the calling thread (tests, debugging, benchmarks).
 
 ``submit(task)`` returns a ``concurrent.futures.Future`` resolving to an :class:`EvalResult`.
@@ -534,7 +535,8 @@ class RayEvaluator(Evaluator):
         except Exception as exc:
             if "No module named 'discoverygym'" in str(exc):
                 raise BackendUnavailable(
-                    "a Ray node cannot import discoverygym: install it (same version) on every node of the cluster"
+                    "a Ray node cannot import discoverygym: install it (same version) on every node "
+                    "of the cluster"
                 ) from None
             raise
 

@@ -1,4 +1,4 @@
-"""A throw-away multi-node Ray cluster on 127.0.0.1 for tests (``ray start --head`` + ``ray start --address``).
+"""A throw-away multi-node Ray cluster on this machine for tests (``ray start --head`` + ``--address``).
 
 Every node is a ``ray start --block`` child of the test, started in its own session, with its own
 ``--temp-dir`` and free ports, and token authentication on with a fresh token (passed through
@@ -115,7 +115,8 @@ class LocalRayCluster:
             if proc.poll() is not None:
                 break
             time.sleep(0.2)
-        raise RuntimeError(f"ray node {i} did not start (rc={proc.poll()}):\n{log.read_text(errors='replace')[-3000:]}")
+        tail = log.read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"ray node {i} did not start (rc={proc.poll()}):\n{tail}")
 
     def stop(self) -> None:
         """End every process this cluster started (and only those), then remove its temp dir."""
@@ -147,7 +148,7 @@ class LocalRayCluster:
                 proc.wait()
         shutil.rmtree(self.temp_dir, ignore_errors=True)
 
-    def __enter__(self) -> LocalRayCluster:
+    def __enter__(self) -> LocalRayCluster:  # noqa: PYI034 - a test helper, never subclassed
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -25,18 +25,19 @@ from discoverygym.search.runlog import RunLog
 
 pytest.importorskip("ray", reason="ray is not installed (pip install 'discoverygym[ray]')")
 
-from tests.search.ray_cluster import REPO, LocalRayCluster  # noqa: E402
+from tests.search.ray_cluster import REPO, LocalRayCluster
 
 ARGS = ["search", "CirclePacking-26-v0", "-C", "2", "-L", "6", "-K", "4", "--seed", "3", "--no-tensorboard"]
 
 
 def _cli(argv: list[str], env: dict, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "discoverygym.cli", *argv], env=env, cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "discoverygym.cli", *argv], check=False, env=env,
+                          cwd=REPO,
                           capture_output=True, text=True, timeout=timeout)
 
 
 def _client_env(**extra: str) -> dict:
-    """This process's environment without any Ray token or address (``HOME`` kept: see below), plus ``extra``."""
+    """This process's environment without any Ray token or address, plus ``extra``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_AUTH", "RAY_ADDRESS"))}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     env.update(extra)
