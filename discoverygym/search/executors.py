@@ -456,8 +456,8 @@ class RayEvaluator(Evaluator):
     * discoverygym installed, same version (Ray ships the task function by reference: a node
       without it fails the first task with ``No module named 'discoverygym'``);
     * the cluster's authentication token, when the cluster uses token authentication (the
-      default of ``ray start`` in recent Ray releases): ``RAY_AUTH_TOKEN=<token>`` or
-      ``RAY_AUTH_TOKEN_PATH=<file>`` in the environment (``ray get-auth-token`` on the head prints
+      default of Ray 2.60: ``ray start --head`` uses it whenever a token exists):
+      ``RAY_AUTH_TOKEN=<token>`` or ``RAY_AUTH_TOKEN_PATH=<file>`` in the environment (``ray get-auth-token`` on the head prints
       it; nodes started by ``ray start`` read the same variables or ``~/.ray/auth_token``). With a
       token given and ``RAY_AUTH_MODE`` unset, this evaluator sets ``RAY_AUTH_MODE=token`` for
       the connection (Ray does not for an explicit address). A refused token raises
