@@ -193,7 +193,10 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--ray-address",
         default=None,
-        help="Ray cluster address (implies --executor ray; without it ray starts locally)",
+        help="Ray cluster address, e.g. HEAD:6379 (implies --executor ray; without it ray starts "
+        "locally). A cluster with token authentication (Ray's default) needs its token here and on "
+        "every node: RAY_AUTH_TOKEN=<token> or RAY_AUTH_TOKEN_PATH=<file> (`ray get-auth-token` on "
+        "the head prints it); every node needs discoverygym installed",
     )
     p.add_argument(
         "--compat",

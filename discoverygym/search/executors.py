@@ -8,7 +8,11 @@
   construction they return is scored (a self-reported score is never read).
 * :class:`RayEvaluator` (extra ``[ray]``): the same task function as a Ray remote task, on a local
   ``ray.init()`` or a cluster (``address``), so a search scales out without code changes. Ray
-  workers need discoverygym installed (same version) on every node.
+  workers need discoverygym installed (same version) on every node, and a cluster with token
+  authentication (the default of recent Ray releases, 2.60 here) needs its token on every node
+  and on the machine that runs the search (``RAY_AUTH_TOKEN`` or ``RAY_AUTH_TOKEN_PATH``; see
+  :class:`RayEvaluator`). Each evaluated state records the Ray node that judged it in
+  ``metadata["ray_node"]``.
 * :class:`InlineEvaluator`: evaluates in the calling thread (tests, debugging, benchmarks).
 
 ``submit(task)`` returns a ``concurrent.futures.Future`` resolving to an :class:`EvalResult`.
@@ -341,25 +345,137 @@ _RAY_ENV: tuple[str, gym.Env] | None = None  # (repr of the spec, env) cached pe
 
 
 def _ray_task(spec: EvaluatorSpec, task: EvalTask) -> EvalResult:
+    """Judge ``task`` in a Ray worker; the result's ``state.metadata["ray_node"]`` is the node's id (hex)."""
     global _RAY_ENV
+    import ray
+
     key = repr(spec)
     if _RAY_ENV is None or _RAY_ENV[0] != key:
         _RAY_ENV = (key, spec.make())
-    return evaluate_task(_RAY_ENV[1], task)
+    result = evaluate_task(_RAY_ENV[1], task)
+    result.state.metadata["ray_node"] = ray.get_runtime_context().get_node_id()
+    return result
+
+
+def _ray_warmup(spec: EvaluatorSpec) -> str:
+    """Build (and cache) the worker's environment; return the node's id."""
+    global _RAY_ENV
+    import ray
+
+    key = repr(spec)
+    if _RAY_ENV is None or _RAY_ENV[0] != key:
+        _RAY_ENV = (key, spec.make())
+    return ray.get_runtime_context().get_node_id()
+
+
+#: the environment variables through which Ray's clients and nodes find the cluster's token.
+RAY_TOKEN_VARS = ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+
+
+def _ray_auth_hint(address: str) -> str:
+    """The one-line fix for a cluster at ``address`` that refused this client's token (no token in it)."""
+    have = [v for v in RAY_TOKEN_VARS if os.environ.get(v)]
+    got = f"the token from {' / '.join(have)} is not the cluster's" if have else "no token was given"
+    return (
+        f"the Ray cluster at {address} rejected this client (InvalidAuthToken: {got}): set RAY_AUTH_TOKEN "
+        "to the cluster's token (`ray get-auth-token` on the head node prints it) or RAY_AUTH_TOKEN_PATH "
+        "to a file holding it, here and on every node (docs: README, 'Ray on several machines')"
+    )
+
+
+def _is_auth_error(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it was raised from) is Ray's authentication failure."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if type(exc).__name__ == "AuthenticationError" or "InvalidAuthToken" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _enable_ray_token_auth(address: str | None) -> None:
+    """Turn Ray's token mode on in this process when connecting to ``address`` with a token at hand.
+
+    Ray's driver auto-enables token authentication only for a cluster it finds by itself
+    (``address`` ``None``/``"auto"``); with an explicit address it connects unauthenticated unless
+    ``RAY_AUTH_MODE=token``, and a cluster started with the default (token) mode answers
+    ``InvalidAuthToken`` even when ``RAY_AUTH_TOKEN`` holds the right token. So when the user gave
+    a token (``RAY_AUTH_TOKEN`` / ``RAY_AUTH_TOKEN_PATH``) and left ``RAY_AUTH_MODE`` unset, set it
+    to ``token`` here. An explicit ``RAY_AUTH_MODE`` is always respected. The token itself is never
+    read, printed or logged by discoverygym.
+    """
+    if address in (None, "auto") or os.environ.get("RAY_AUTH_MODE"):
+        return
+    if not any(os.environ.get(v) for v in RAY_TOKEN_VARS):
+        return
+    try:  # Ray's own switch also refreshes its cached config
+        from ray._private.authentication.authentication_token_setup import _enable_token_auth
+
+        _enable_token_auth()
+    except (ImportError, AttributeError):
+        os.environ["RAY_AUTH_MODE"] = "token"
+
+
+def _probe_ray_auth(address: str) -> None:
+    """Fail fast (one line) when the cluster at ``address`` rejects this client's token.
+
+    ``ray.init`` retries a refused token for about 20 s and then raises a long chained traceback;
+    one direct GCS handshake answers in milliseconds. Only tried for a plain ``host:port`` that
+    accepts a TCP connection (anything else is left to ``ray.init`` and its own errors).
+
+    Raises:
+        BackendUnavailable: the cluster refused the token (the message says how to pass it).
+    """
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or "://" in address or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except OSError:
+        return
+    try:
+        from ray._raylet import GcsClient
+    except ImportError:
+        return
+    try:
+        GcsClient(address=address)
+    except Exception as exc:  # noqa: BLE001 - only authentication failures are ours to report
+        if _is_auth_error(exc):
+            raise BackendUnavailable(_ray_auth_hint(address)) from None
 
 
 class RayEvaluator(Evaluator):
     """Ray remote tasks (one CPU each) on a local or remote Ray cluster.
 
+    A cluster of several machines (``ray start --head`` on one, ``ray start --address HEAD:6379``
+    on the others) needs, on every node *and* on the machine running the search:
+
+    * discoverygym installed, same version (Ray ships the task function by reference: a node
+      without it fails the first task with ``No module named 'discoverygym'``);
+    * the cluster's authentication token, when the cluster uses token authentication (the
+      default of Ray 2.60: ``ray start --head`` uses it whenever a token exists):
+      ``RAY_AUTH_TOKEN=<token>`` or ``RAY_AUTH_TOKEN_PATH=<file>`` in the environment (``ray get-auth-token`` on the head prints
+      it; nodes started by ``ray start`` read the same variables or ``~/.ray/auth_token``). With a
+      token given and ``RAY_AUTH_MODE`` unset, this evaluator sets ``RAY_AUTH_MODE=token`` for
+      the connection (Ray does not for an explicit address). A refused token raises
+      :class:`~discoverygym.errors.BackendUnavailable` with one line naming the fix, at once.
+
+    Every result's ``state.metadata["ray_node"]`` is the id of the node that judged it.
+
     Args:
         spec: the environment every worker builds (cached per Ray worker process).
         workers: concurrency the runner aims for (default: the cluster's CPUs).
-        address: ``ray.init(address=...)`` (e.g. ``"auto"`` or ``"ray://head:10001"``); ``None``
-            starts a local Ray instance (``num_cpus`` = ``workers``) unless one is running.
+        address: ``ray.init(address=...)`` (e.g. ``"auto"``, ``"HEAD:6379"`` or
+            ``"ray://head:10001"``); ``None`` starts a local Ray instance (``num_cpus`` =
+            ``workers``) unless one is running.
         init_kwargs: extra ``ray.init`` arguments.
 
     Raises:
-        BackendUnavailable: ray is not installed (``pip install 'discoverygym[ray]'``).
+        BackendUnavailable: ray is not installed (``pip install 'discoverygym[ray]'``), or the
+            cluster refused this client's authentication token.
     """
 
     def __init__(
@@ -380,11 +496,49 @@ class RayEvaluator(Evaluator):
             if address is None and workers:
                 kwargs["num_cpus"] = int(workers)
             kwargs.update(init_kwargs)
-            ray.init(address=address, **kwargs)
+            if address is not None:
+                _enable_ray_token_auth(address)
+                _probe_ray_auth(address)
+            try:
+                ray.init(address=address, **kwargs)
+            except Exception as exc:
+                if _is_auth_error(exc):
+                    raise BackendUnavailable(_ray_auth_hint(address or "auto")) from None
+                raise
             self._owns = True
         self.workers = int(workers or max(1, int(ray.cluster_resources().get("CPU", 1))))
         self._spec_ref = ray.put(spec)
-        self._remote = ray.remote(num_cpus=1, max_retries=0)(_ray_task)
+        # SPREAD: tasks go round the nodes (the default packs them onto the driver's node while it has
+        # a free CPU, so short evaluations would never leave it)
+        self._remote = ray.remote(num_cpus=1, max_retries=0, scheduling_strategy="SPREAD")(_ray_task)
+
+    def warm_up(self) -> None:
+        """Start a worker with its environment on every CPU of every alive node, before the search.
+
+        Evaluations are short, so without this the first node's warm worker would take every task
+        while the other nodes are still starting theirs. It also checks each node can import
+        discoverygym and build the env.
+
+        Raises:
+            BackendUnavailable: a node cannot import discoverygym (install it there, same version).
+        """
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        refs = []
+        for node in self._ray.nodes():
+            cpus = int(node.get("Resources", {}).get("CPU", 0)) if node.get("Alive") else 0
+            strategy = NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
+            warm = self._ray.remote(num_cpus=1, max_retries=0, scheduling_strategy=strategy)(_ray_warmup)
+            refs += [warm.remote(self._spec_ref) for _ in range(cpus)]
+        try:
+            self._ray.get(refs)
+        except Exception as exc:
+            if "No module named 'discoverygym'" in str(exc):
+                raise BackendUnavailable(
+                    "a Ray node cannot import discoverygym: install it (same version) on every node "
+                    "of the cluster"
+                ) from None
+            raise
 
     def submit(self, task: EvalTask) -> Future:
         return self._remote.remote(self._spec_ref, task).future()
