@@ -32,8 +32,8 @@ from discoverygym.agents.prompts import ResponseError, build_messages, failed_pr
 from discoverygym.policy import LLM_SPECS, is_llm_spec, split_spec
 
 __all__ = [
-    "LLM_SPECS",
     "EDIT_FORMATS",
+    "LLM_SPECS",
     "BackendUnavailable",
     "LLMSample",
     "ModelUnavailable",
