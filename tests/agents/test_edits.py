@@ -191,3 +191,14 @@ def test_diff_prompt_explains_the_format():
     assert S in text and D in text and R in text and "EVOLVE-BLOCK-START" in text
     assert S not in build_prompt(problem, st(PARENT))
     assert "EVOLVE-BLOCK" not in build_prompt(problem, st(PARENT), edit_format="diff")
+
+
+def test_train_config_edit_format():
+    from discoverygym.agents.trainer import METRICS, TrainConfig
+
+    assert {"edit/parse_fail_rate", "edit/apply_fail_rate", "edit/fallback_rate"} <= set(METRICS)
+    with pytest.raises(ValueError, match="needs an LLM policy"):
+        TrainConfig(env_id="CirclePacking-26-v0", policy="gaussian", edit_format="diff")
+    with pytest.raises(ValueError, match="edit_format"):
+        TrainConfig(env_id="CirclePacking-26-v0", policy="hf:x", edit_format="udiff")
+    assert TrainConfig(env_id="CirclePacking-26-v0", policy="hf:x", edit_format="diff").to_dict()["edit_format"] == "diff"
