@@ -12,6 +12,9 @@ program contract in our own words), ``direction``, ``sota``, ``entry`` and, for 
 3. further inspirations (search with several states per prompt), each with score and program;
 4. the tail of the start state's stdout/stderr (``State.metadata["stdout"|"stderr"]``);
 5. the rules of the answer: one fenced code block in the problem's language, last block counts.
+   With ``edit_format="diff"`` (and a parent that has a program) the rules ask instead for
+   SEARCH/REPLACE blocks against the current program (:data:`DIFF_RULES`, the Aider/OpenEvolve
+   format; read back by :mod:`discoverygym.agents.policies.edits`).
 
 The parser (:func:`parse_response`) takes the *last* complete fenced code block tagged with the
 problem's language (else the last untagged block) of a response, after removing reasoning first
