@@ -125,3 +125,52 @@ def serve(model_dir: Path, lora_rank: int = 4) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+class _Canned:
+    """A model stand-in that answers with ``responder(prompt_text, index)`` (canned texts, no weights).
+
+    The prompt's token ids are decoded with the tokenizer of ``tokenizer_dir``; the answer comes
+    back verbatim as ``text``, with its token ids and log-probabilities 0.0.
+    """
+
+    def __init__(self, tokenizer_dir: Path, responder) -> None:
+        from transformers import AutoTokenizer
+
+        self.name = str(tokenizer_dir)
+        self.tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+        self.responder = responder
+        self.adapters: dict[str, dict] = {}
+        self.prompts: list[str] = []
+
+    def complete(self, body: dict) -> dict:
+        prompt = self.tokenizer.decode(body["prompt"], skip_special_tokens=True)
+        self.prompts.append(prompt)
+        choices = []
+        for i in range(int(body.get("n", 1))):
+            text = self.responder(prompt, i)
+            ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"]) or [0]
+            choices.append({"index": i, "text": text, "finish_reason": "stop",
+                            "logprobs": {"tokens": [f"token_id:{t}" for t in ids], "token_logprobs": [0.0] * len(ids)}})
+        return {"id": "cmpl-canned", "object": "text_completion", "model": self.name, "choices": choices}
+
+    def load(self, body: dict) -> None:
+        self.adapters[body["lora_name"]] = {}
+
+
+@contextlib.contextmanager
+def serve_canned(tokenizer_dir: Path, responder) -> Iterator[tuple[str, _Canned]]:
+    """Serve canned answers (``responder(prompt_text, choice_index) -> text``) on 127.0.0.1.
+
+    Yields ``(base URL, model)``; ``model.prompts`` collects the decoded prompts.
+    """
+    model = _Canned(Path(tokenizer_dir), responder)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(model))  # type: ignore[arg-type]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", model
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

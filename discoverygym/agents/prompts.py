@@ -12,6 +12,9 @@ program contract in our own words), ``direction``, ``sota``, ``entry`` and, for 
 3. further inspirations (search with several states per prompt), each with score and program;
 4. the tail of the start state's stdout/stderr (``State.metadata["stdout"|"stderr"]``);
 5. the rules of the answer: one fenced code block in the problem's language, last block counts.
+   With ``edit_format="diff"`` (and a parent that has a program) the rules ask instead for
+   SEARCH/REPLACE blocks against the current program (:data:`DIFF_RULES`, the Aider/OpenEvolve
+   format; read back by :mod:`discoverygym.agents.policies.edits`).
 
 The parser (:func:`parse_response`) takes the *last* complete fenced code block tagged with the
 problem's language (else the last untagged block) of a response, after removing reasoning first
@@ -50,9 +53,11 @@ __all__ = [
     "ResponseError",
     "build_messages",
     "build_prompt",
+    "code_blocks",
     "failed_program",
     "needs_forcing",
     "parse_response",
+    "strip_reasoning",
 ]
 
 #: marker closing the reasoning section of "thinking" models (Qwen3, DeepSeek-R1 style).
@@ -128,13 +133,32 @@ def _output_tail(state: State) -> str:
     return "\n".join(parts)
 
 
-def build_prompt(problem: Any, parent: State, inspirations: Sequence[State] = ()) -> str:
+#: the answer rules of ``edit_format="diff"`` (the SEARCH/REPLACE format of Aider and OpenEvolve).
+DIFF_RULES = (
+    "- Answer with one or more SEARCH/REPLACE blocks that edit the current program:\n"
+    "  <<<<<<< SEARCH\n"
+    "  (lines copied exactly from the current program)\n"
+    "  =======\n"
+    "  (the lines that replace them)\n"
+    "  >>>>>>> REPLACE\n"
+    "  Each SEARCH section must quote whole consecutive lines of the current program, with their "
+    "indentation, enough of them to be unique; the first match is replaced. Blocks are applied in "
+    "order. Keep blocks small; do not repeat unchanged code.\n"
+    "- To rewrite everything instead, answer with the complete new program in one fenced block: "
+    "```{lang} ... ```.\n"
+)
+
+
+def build_prompt(problem: Any, parent: State, inspirations: Sequence[State] = (), edit_format: str = "full") -> str:
     """The user message for one code-mode proposal.
 
     Args:
         problem: a ``Problem`` or ``ProgramTask`` (attributes listed in the module docstring).
         parent: the start state to improve (its score, program and output tail are shown).
         inspirations: more states to show (the parent, if repeated here, is skipped).
+        edit_format: ``"full"`` (answer with the whole program) or ``"diff"`` (answer with
+            SEARCH/REPLACE blocks against the current program, the Aider/OpenEvolve format:
+            :data:`DIFF_RULES`; a parent without a program gets the ``full`` rules).
 
     Returns:
         Markdown text (statement, contract, states, record and gap, output tail, answer rules).
@@ -153,10 +177,16 @@ def build_prompt(problem: Any, parent: State, inspirations: Sequence[State] = ()
     tail = _output_tail(parent)
     if tail:
         parts.append("Output of the current program:\n" + tail)
+    if edit_format == "diff" and parent.code:
+        answer = DIFF_RULES.format(lang=lang)
+        if "EVOLVE-BLOCK-START" in parent.code:
+            answer += ("- Only the code between the EVOLVE-BLOCK-START and EVOLVE-BLOCK-END markers may change; "
+                       "blocks that match outside them are rejected.\n")
+    else:
+        answer = (f"- Answer with the complete new program in one fenced block: ```{lang} ... ```. Only the last "
+                  "fenced block of your answer is run; everything else is ignored.\n")
     parts.append(
-        "## Rules\n"
-        f"- Answer with the complete new program in one fenced block: ```{lang} ... ```. Only the last "
-        "fenced block of your answer is run; everything else is ignored.\n"
+        "## Rules\n" + answer +
         f"- The program must follow the contract above (entry `{getattr(problem, 'entry', 'main')}`).\n"
         "- The score is measured by the verifier; scores printed or claimed by the program are ignored.\n"
         f"- Aim for a {better} score than the current state."
@@ -165,10 +195,10 @@ def build_prompt(problem: Any, parent: State, inspirations: Sequence[State] = ()
 
 
 def build_messages(problem: Any, parent: State, inspirations: Sequence[State] = (),
-                   system: str | None = None) -> list[dict[str, str]]:
+                   system: str | None = None, edit_format: str = "full") -> list[dict[str, str]]:
     """Chat messages (``[{"role", "content"}]``) wrapping :func:`build_prompt` (+ optional system text)."""
     messages = [{"role": "system", "content": system}] if system else []
-    messages.append({"role": "user", "content": build_prompt(problem, parent, inspirations)})
+    messages.append({"role": "user", "content": build_prompt(problem, parent, inspirations, edit_format)})
     return messages
 
 
@@ -398,6 +428,29 @@ def parse_response(text: str, language: str | None = None) -> str:
     if not code.strip():
         raise ResponseError("the last code block is empty")
     return code + "\n"
+
+
+def strip_reasoning(text: str) -> str:
+    """The answer part of a response: line ends normalised to LF, reasoning removed (module docstring).
+
+    Raises:
+        ResponseError: the response ended while still reasoning.
+    """
+    return _strip_reasoning(str(text).replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def code_blocks(text: str, language: str | None = None) -> list[str]:
+    """Every complete fenced block of a response's answer, in order: those tagged ``language`` (or, if
+    none is, the untagged ones); with ``language=None`` all of them. Reasoning is removed first.
+
+    Raises:
+        ResponseError: the response ended while still reasoning.
+    """
+    blocks, _ = _read(strip_reasoning(text))
+    if not language:
+        return [code for _, code in blocks]
+    tags = _tags(language)
+    return [code for tag, code in blocks if _norm_tag(tag) in tags] or [code for tag, code in blocks if not tag]
 
 
 def failed_program(reason: str, language: str = "python") -> str:

@@ -53,6 +53,7 @@ import torch
 from discoverygym.agents.batch import TrainBatch, run_update
 from discoverygym.agents.losses import DEFAULT_LOSS, Loss, make_loss
 from discoverygym.agents.objectives import Objective, make_objective
+from discoverygym.agents.policies.edits import check_edit_format, edit_stats
 from discoverygym.io import atomic_write_json, available_cpus
 from discoverygym.policy import SamplingContext, is_llm_spec, split_spec
 from discoverygym.search.reuse import EpsilonGreedyReuse, NoReuse, PUCTReuse, ReuseWrapper
@@ -70,7 +71,7 @@ DEFAULT_LR = {"numeric": 0.05, "llm": 4e-5}
 #: ``policy/<name>`` and ``errors`` come on top). One schema for every learner.
 METRICS = ("step", "reward/max", "reward/mean", "reward/min", "score/best", "reward/best", "beta/mean", "kl",
            "loss", "grad_norm", "train_tokens", "groups_kept", "valid_fraction", "unscored_fraction", "parsed_fraction",
-           "archive/size", "perf/sample_s", "perf/eval_s", "perf/train_s", "perf/evals_per_s",
+           "edit/parse_fail_rate", "edit/apply_fail_rate", "edit/fallback_rate", "archive/size", "perf/sample_s", "perf/eval_s", "perf/train_s", "perf/evals_per_s",
            "perf/tokens_per_s", "perf/step_time_s")
 
 
@@ -133,6 +134,8 @@ class TrainConfig:
     micro_batch: int = 4  # sequences per backward (gradient accumulation)
     device: str = "auto"
     train_model: str | None = None  # the local HF model that learns for openai:/vllm: samplers
+    # LLM responses: whole programs (full) or SEARCH/REPLACE blocks against the parent (diff; Aider/OpenEvolve)
+    edit_format: str = "full"
     kind: str = "train"  # run-directory kind (config.json); see discoverygym.cli.common.run_kind
 
     def __post_init__(self) -> None:
@@ -144,6 +147,9 @@ class TrainConfig:
             self.lr = DEFAULT_LR[family]
         if self.update_on_constant is None:
             self.update_on_constant = family == "llm"
+        check_edit_format(self.edit_format)
+        if self.edit_format != "full" and family != "llm":
+            raise ValueError(f"edit_format {self.edit_format!r} needs an LLM policy (hf:, openai:, vllm:, tinker:)")
         if self.kind != "train":
             raise ValueError(f"a train configuration has kind 'train', got {self.kind!r}")
         for key, low in (("steps", 1), ("groups", 1), ("group_size", 2), ("checkpoint_every", 1),
@@ -276,7 +282,8 @@ def build_learners(config: TrainConfig, start: State, problem: Any) -> tuple[Any
     hf_kw = {"device": config.device, "lora_rank": config.lora_rank, "max_new_tokens": config.max_new_tokens,
              "temperature": config.temperature, "thinking_budget": config.thinking_budget,
              "micro_batch": config.micro_batch, "lr": config.lr, "adam_beta1": config.adam_beta1,
-             "adam_beta2": config.adam_beta2, "adam_eps": config.adam_eps, "seed": config.seed}
+             "adam_beta2": config.adam_beta2, "adam_eps": config.adam_eps, "seed": config.seed,
+             "edit_format": config.edit_format}
     if backend == "hf":
         from discoverygym.agents.policies.hf import HFPolicy
 
@@ -287,7 +294,8 @@ def build_learners(config: TrainConfig, start: State, problem: Any) -> tuple[Any
 
         policy = TinkerPolicy(target, lora_rank=config.lora_rank, max_new_tokens=config.max_new_tokens,
                               temperature=config.temperature, lr=config.lr, adam_beta1=config.adam_beta1,
-                              adam_beta2=config.adam_beta2, adam_eps=config.adam_eps, seed=config.seed)
+                              adam_beta2=config.adam_beta2, adam_eps=config.adam_eps, seed=config.seed,
+                              edit_format=config.edit_format)
         return policy, policy
     from discoverygym.agents.policies.hf import HFPolicy
 
@@ -301,12 +309,12 @@ def build_learners(config: TrainConfig, start: State, problem: Any) -> tuple[Any
         probe_server(target)  # an unreachable server is reported before the learner loads
         learner = HFPolicy(config.train_model, **hf_kw)
         sampler = OpenAIServerPolicy(target, tokenizer=learner.tokenizer, max_new_tokens=config.max_new_tokens,
-                                     temperature=config.temperature)
+                                     temperature=config.temperature, edit_format=config.edit_format)
         return sampler, learner
     from discoverygym.agents.policies.vllm_engine import VLLMPolicy
 
     sampler = VLLMPolicy(target, max_new_tokens=config.max_new_tokens, temperature=config.temperature,
-                         max_lora_rank=config.lora_rank)
+                         max_lora_rank=config.lora_rank, edit_format=config.edit_format)
     learner = HFPolicy(config.train_model or target, **hf_kw)
     return sampler, learner
 
@@ -458,7 +466,7 @@ class Trainer:
             parse_error = getattr(sample, "parse_error", None)
             n_parsed += parse_error is None
             if not child.valid:
-                key = (parse_error or child.error or "invalid").split(":")[0][:60]
+                key = (parse_error or getattr(sample, "apply_error", None) or child.error or "invalid").split(":")[0][:60]
                 errors[key] = errors.get(key, 0) + 1
             elif child.reward > self.best.reward:
                 self.best = child
@@ -493,6 +501,7 @@ class Trainer:
             "train_tokens": int(update["tokens"]),
             "groups_kept": int(adv.keep.sum()), "valid_fraction": n_valid / rewards.numel(),
             "parsed_fraction": n_parsed / rewards.numel(),
+            **edit_stats([s for group in samples for s in group]),
             "unscored_fraction": float((~scored).sum()) / rewards.numel(),
             **{f"policy/{k}": v for k, v in self.learner.stats().items()},
             "archive/size": len(self.reuse.archive),
@@ -634,6 +643,7 @@ class Trainer:
             return
         with open(self.run_dir / "samples.jsonl", "a") as fh:
             fh.writelines(json.dumps({"step": self.step_index, "reward": r, "parse_error": s.parse_error,
+                                      "apply_error": getattr(s, "apply_error", None), "edit": getattr(s, "edit", None),
                                       "finish_reason": s.finish_reason, "text": s.text[-4000:]}) + "\n"
                           for s, r in list(zip(flat, rewards))[: self.config.log_samples])
 

@@ -159,6 +159,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         help="where candidates are evaluated (default local process pool)",
     )
     p.add_argument("--workers", type=int, default=None, help="evaluation workers (default: all CPUs)")
+    p.add_argument("--edit-format", choices=("full", "diff"), default=None,
+                   help="generator answers: full programs (default) or SEARCH/REPLACE diffs against the parent "
+                   "(the Aider/OpenEvolve format; sets policy_kwargs edit_format)")
     p.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard events")
     p.add_argument("--json", action="store_true", help="print the round summaries as JSON")
 
@@ -174,6 +177,14 @@ def _given(args: argparse.Namespace) -> dict:
             out.setdefault("sft", {})[dest[4:]] = value
         else:
             out[dest] = value
+    edit_format = getattr(args, "edit_format", None)
+    if edit_format is not None:
+        kwargs = dict(out.get("policy_kwargs") or {})
+        if kwargs.get("edit_format", edit_format) != edit_format:
+            raise ValueError(f"--edit-format {edit_format} contradicts --policy-kwargs edit_format "
+                             f"{kwargs['edit_format']!r}")
+        if edit_format != "full":
+            out["policy_kwargs"] = {**kwargs, "edit_format": edit_format}
     return out
 
 

@@ -36,7 +36,7 @@ from discoverygym.cli.common import (
 )
 from discoverygym.errors import BackendUnavailable
 from discoverygym.io import file_in_the_way
-from discoverygym.policy import POLICIES
+from discoverygym.policy import LLM_SPECS, POLICIES, is_llm_spec
 from discoverygym.search.config import SearchConfig, check_env_id
 from discoverygym.search.evolution import EvolutionarySearch, SearchResult
 from discoverygym.search.runlog import RunLog
@@ -205,6 +205,13 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         help="RPUCG: simpletes = the released SimpleTES selector's handling of failed batches, crashes "
         "and duplicates (sets selector_kwargs compat; default discoverygym)",
     )
+    p.add_argument(
+        "--edit-format",
+        choices=("full", "diff"),
+        default=None,
+        help="LLM policies: answers are full programs (default) or SEARCH/REPLACE diffs against the parent "
+        "(the Aider/OpenEvolve format; sets policy_kwargs edit_format)",
+    )
     p.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard scalars")
     p.add_argument(
         "--log-every",
@@ -217,9 +224,23 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 def _config_from_args(args: argparse.Namespace) -> SearchConfig:
     """The search config: stored one with --resume (given flags must agree), else flags + defaults.
 
-    ``--compat`` becomes ``selector_kwargs["compat"]`` (a selector option of RPUCG).
+    ``--compat`` becomes ``selector_kwargs["compat"]`` (a selector option of RPUCG), ``--edit-format``
+    ``policy_kwargs["edit_format"]`` (an option of every LLM backend).
     """
     config = _config_from_flags(args)
+    edit_format = getattr(args, "edit_format", None)
+    if edit_format is not None:
+        have = config.policy_kwargs.get("edit_format")
+        if args.resume and have != edit_format and not (have is None and edit_format == "full"):
+            raise ValueError("--resume keeps the stored configuration; conflicting flags: edit_format: "
+                             f"stored {have!r}, given {edit_format!r}")
+        if have is not None and have != edit_format:
+            raise ValueError(f"--edit-format {edit_format} contradicts --policy-kwargs edit_format {have!r}")
+        if not is_llm_spec(config.policy) and edit_format != "full":
+            raise ValueError(f"--edit-format {edit_format} needs an LLM policy with --action-mode code "
+                             f"({LLM_SPECS}); {config.policy!r} proposes no programs")
+        if not args.resume and edit_format != "full":
+            config.policy_kwargs = {**config.policy_kwargs, "edit_format": edit_format}
     compat = getattr(args, "compat", None)
     if compat is not None:
         have = config.selector_kwargs.get("compat")

@@ -122,6 +122,9 @@ def _llm_args(p: argparse.ArgumentParser) -> None:
                    help="local model that trains the LoRA adapter for openai:/vllm: samplers (path or hub id)")
     g.add_argument("--eval-workers", type=int, default=None,
                    help="programs judged at once (default: all CPUs for math envs, 1 for program envs)")
+    g.add_argument("--edit-format", choices=("full", "diff"), default=None,
+                   help="how the LLM answers: full programs (default) or SEARCH/REPLACE diffs against the parent "
+                   "(the Aider/OpenEvolve format; a full program in a diff answer is used as is)")
     g.add_argument("--task-options", type=json_value, default=None,
                    help="options of a program env as JSON, e.g. '{\"n_cases\": 5}'")
 
@@ -146,7 +149,7 @@ _FIELDS = (("steps", "steps"), ("groups", "groups"), ("group_size", "group_size"
            ("policy", "policy"), ("max_new_tokens", "max_new_tokens"), ("temperature", "temperature"),
            ("lora_rank", "lora_rank"), ("thinking_budget", "thinking_budget"), ("micro_batch", "micro_batch"),
            ("llm_device", "device"), ("train_model", "train_model"), ("task_options", "env_kwargs"),
-           ("eval_workers", "eval_workers"))
+           ("eval_workers", "eval_workers"), ("edit_format", "edit_format"))
 
 #: TrainConfig fields that ``--resume`` may change (the rest must match the stored run).
 _CHANGEABLE = ("steps", "budget_s", "image_every", "eval_workers")

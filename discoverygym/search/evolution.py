@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 import numbers
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -418,6 +418,7 @@ class EvolutionarySearch:
                     "perf/evals_per_s": self._rate(),
                     "perf/queue_depth": self._queue_depth(),
                     tbs.COST_EVALUATIONS: done,
+                    **(batch.edit or {}),  # edit/parse_fail_rate, edit/apply_fail_rate, edit/fallback_rate
                 },
             )
         if improved and not self._replaying:
@@ -488,8 +489,13 @@ class EvolutionarySearch:
             batch.traj,
             batch.step,
         )
-        actions = self.policy.sample([ctx], self.config.K, rng_pol)[0]
-        actions = [getattr(a, "action", a) for a in actions]
+        samples = self.policy.sample([ctx], self.config.K, rng_pol)[0]
+        actions = [getattr(a, "action", a) for a in samples]
+        edit = None
+        if any(hasattr(s, "parse_error") for s in samples):  # LLM samples: how responses became programs
+            batch.edit = _edit_rates(samples)
+            edit = {"modes": [getattr(s, "edit", None) for s in samples],
+                    "errors": [getattr(s, "parse_error", None) or getattr(s, "apply_error", None) for s in samples]}
         if len(actions) != self.config.K:
             raise RuntimeError(
                 f"policy {getattr(self.policy, 'name', self.policy)!r} returned {len(actions)} actions, expected "
@@ -505,6 +511,7 @@ class EvolutionarySearch:
                 "parents": [s.id for s in batch.inspirations],
                 "actions": batch.actions,
                 "seeds": seeds,
+                **({"edit": edit} if edit is not None else {}),
             }
         )
         batch.seeds = seeds
@@ -767,6 +774,18 @@ _RECORD_FIELDS = {
     "restart": (("traj", int), ("step", int), ("choice", str)),
     "budget": (("round", int), ("limits", list)),
 }
+
+
+def _edit_rates(samples: Sequence[Any]) -> dict[str, float]:
+    """The step's ``edit/*`` rates of LLM samples (the definition of
+    :func:`discoverygym.agents.policies.edits.edit_stats`, restated here: search sits below agents).
+    """
+    n = max(len(samples), 1)
+    parse = sum(getattr(s, "parse_error", None) is not None for s in samples)
+    apply = sum(getattr(s, "parse_error", None) is None and getattr(s, "apply_error", None) is not None
+                for s in samples)
+    fallback = sum(getattr(s, "edit", None) == "fallback" for s in samples)
+    return {"edit/parse_fail_rate": parse / n, "edit/apply_fail_rate": apply / n, "edit/fallback_rate": fallback / n}
 
 
 def _record_problem(record: dict) -> str | None:

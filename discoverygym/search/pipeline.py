@@ -55,6 +55,8 @@ class Batch:
         actions: the K actions (plain JSON), ``None`` until generated.
         results: K entries, the evaluated :class:`~discoverygym.types.State` or ``None`` (pending).
         seeds: K program seeds (``None``: not recorded, seeds 0 are used).
+        edit: LLM code proposals: the step's edit rates (:func:`~discoverygym.agents.policies.edits.edit_stats`,
+            ``edit/parse_fail_rate`` ...), logged with the commit; ``None`` otherwise.
     """
 
     traj: int
@@ -63,6 +65,7 @@ class Batch:
     actions: list | None = None
     results: list = field(default_factory=list)  # State | None per candidate
     seeds: list[int] | None = None
+    edit: dict | None = None
 
     def complete(self) -> bool:
         """Whether all K results are back."""

@@ -28,6 +28,7 @@ from discoverygym.agents.policies.llm import (
     BackendUnavailable,
     LLMSample,
     ModelUnavailable,
+    check_edit_format,
     context_messages,
     encode_chat,
     make_sample,
@@ -141,6 +142,8 @@ class HFPolicy:
         micro_batch: sequences per forward/backward in training (gradient accumulation).
         lr, adam_beta1, adam_beta2, adam_eps: Adam settings (TTT-Discover App. A).
         system: optional system message.
+        edit_format: ``"full"`` (whole programs) or ``"diff"`` (SEARCH/REPLACE blocks against the
+            parent; :mod:`~discoverygym.agents.policies.edits`).
         adapter: a saved adapter directory to start from.
         seed: seeds the LoRA initialisation.
 
@@ -179,6 +182,7 @@ class HFPolicy:
         system: str | None = None,
         adapter: str | os.PathLike | None = None,
         seed: int = 0,
+        edit_format: str = "full",
     ) -> None:
         torch, _, peft = _imports()
         if not temperature > 0:
@@ -196,6 +200,7 @@ class HFPolicy:
         self.batch_size = int(batch_size)
         self.micro_batch = int(micro_batch)
         self.system = system
+        self.edit_format = check_edit_format(edit_format)
         base, self.tokenizer = load_model_and_tokenizer(model, device=self.device, dtype=dtype)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
@@ -292,7 +297,7 @@ class HFPolicy:
         gen = self._generator(rng)
         out: list[list[LLMSample]] = []
         for c, ctx in enumerate(contexts):
-            messages = context_messages(ctx, self.system)
+            messages = context_messages(ctx, self.system, self.edit_format)
             prompt_ids = encode_chat(self.tokenizer, messages)
             language = getattr(ctx.problem, "language", "python") or "python"
             phase1 = self.max_new_tokens if self.thinking_budget is None else self.thinking_budget
@@ -310,7 +315,8 @@ class HFPolicy:
                     text = self.decode(ids)
                 group.append(make_sample(
                     text, language, prompt_ids=list(prompt_ids), completion_ids=ids, logprobs=lps, mask=mask,
-                    finish_reason="stop" if ended else "length", context=c, prompt=messages[-1]["content"]))
+                    finish_reason="stop" if ended else "length", context=c, prompt=messages[-1]["content"],
+                    ctx=ctx, edit_format=self.edit_format))
             out.append(group)
         return out
 

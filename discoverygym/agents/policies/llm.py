@@ -13,6 +13,11 @@ spec          class                                             trains
 
 ``M`` is a local directory or a Hugging Face hub id, ``U`` the base URL of an OpenAI-compatible
 server (e.g. ``http://127.0.0.1:8000``).
+
+Every backend takes ``edit_format="full"|"diff"`` (``--edit-format``) and passes it to
+:func:`context_messages` (the prompt's answer rules) and :func:`make_sample` (the one place where a
+response becomes a program): ``diff`` reads SEARCH/REPLACE blocks against the parent program
+(:mod:`~discoverygym.agents.policies.edits`, the Aider/OpenEvolve format).
 """
 
 from __future__ import annotations
@@ -22,14 +27,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from discoverygym import errors
+from discoverygym.agents.policies.edits import EDIT_FORMATS, apply_edit, check_edit_format
 from discoverygym.agents.prompts import ResponseError, build_messages, failed_program, parse_response
 from discoverygym.policy import LLM_SPECS, is_llm_spec, split_spec
 
 __all__ = [
+    "EDIT_FORMATS",
     "LLM_SPECS",
     "BackendUnavailable",
     "LLMSample",
     "ModelUnavailable",
+    "check_edit_format",
     "context_messages",
     "is_llm_spec",
     "make_sample",
@@ -59,6 +67,11 @@ class LLMSample:
             temperature-scaled distribution; 0.0 where ``mask`` is False), length T.
         mask: which completion tokens were sampled (True) rather than forced (False), length T.
         parse_error: why no program could be read, else ``None``.
+        apply_error: (``diff``) why the response's SEARCH/REPLACE blocks did not apply to the parent
+            (no full program in the response either), else ``None``.
+        edit: how the program was obtained: ``"full"`` (a whole program, ``full`` format),
+            ``"diff"`` (blocks applied), ``"fallback"`` (``diff`` format, but the response held a
+            full program) or ``"failed"``.
         finish_reason: ``"stop"`` (end-of-sequence) or ``"length"`` (hit ``max_new_tokens``).
         context: index of the sampling context this sample answers.
         prompt: the prompt text.
@@ -75,6 +88,8 @@ class LLMSample:
     context: int = 0
     prompt: str = ""
     extra: dict = field(default_factory=dict)
+    apply_error: str | None = None
+    edit: str = "full"
 
     @property
     def logprob(self) -> Any:
@@ -84,18 +99,40 @@ class LLMSample:
         return torch.tensor(self.logprobs, dtype=torch.float32)
 
 
-def context_messages(ctx: Any, system: str | None = None) -> list[dict[str, str]]:
-    """Chat messages for a :class:`~discoverygym.agents.policies.SamplingContext` (code mode)."""
-    return build_messages(ctx.problem, ctx.parent, tuple(ctx.inspirations), system=system)
+def context_messages(ctx: Any, system: str | None = None, edit_format: str = "full") -> list[dict[str, str]]:
+    """Chat messages for a :class:`~discoverygym.agents.policies.SamplingContext` (code mode).
+
+    ``edit_format="diff"`` asks for SEARCH/REPLACE blocks (when the parent has a program).
+    """
+    return build_messages(ctx.problem, ctx.parent, tuple(ctx.inspirations), system=system, edit_format=edit_format)
 
 
-def make_sample(text: str, language: str, **fields: Any) -> LLMSample:
-    """Parse ``text`` into an :class:`LLMSample` (a parse failure becomes a failing stub program)."""
+def make_sample(text: str, language: str, *, ctx: Any = None, edit_format: str = "full", **fields: Any) -> LLMSample:
+    """Parse ``text`` into an :class:`LLMSample` (a failure becomes a failing stub program).
+
+    ``full``: the last fenced block (:func:`~discoverygym.agents.prompts.parse_response`).
+    ``diff`` (with ``ctx`` whose parent has a program): the response's SEARCH/REPLACE blocks
+    applied to ``ctx.parent.code``, else a full program in it
+    (:func:`~discoverygym.agents.policies.edits.apply_edit`); a parent without a program is read
+    as ``full``.
+
+    Raises:
+        ValueError: ``edit_format`` is neither ``"full"`` nor ``"diff"``.
+    """
+    parent = getattr(getattr(ctx, "parent", None), "code", None)
+    if check_edit_format(edit_format) == "diff" and parent:
+        result = apply_edit(text, parent, language=language, entry=getattr(getattr(ctx, "problem", None), "entry", None))
+        action = result.program if result.program is not None else failed_program(result.error, language)
+        extra = dict(fields.pop("extra", None) or {})
+        if result.note:
+            extra["edit_note"] = result.note
+        return LLMSample(action=action, text=text, parse_error=result.parse_error, apply_error=result.apply_error,
+                         edit=result.mode, extra=extra, **fields)
     try:
         action, error = parse_response(text, language), None
     except ResponseError as exc:
         action, error = failed_program(str(exc), language), str(exc)
-    return LLMSample(action=action, text=text, parse_error=error, **fields)
+    return LLMSample(action=action, text=text, parse_error=error, edit="full" if error is None else "failed", **fields)
 
 
 def encode_chat(tokenizer: Any, messages: Sequence[dict[str, str]]) -> list[int]:

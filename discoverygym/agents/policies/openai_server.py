@@ -31,6 +31,7 @@ import numpy as np
 from discoverygym.agents.policies.llm import (
     BackendUnavailable,
     LLMSample,
+    check_edit_format,
     context_messages,
     encode_chat,
     make_sample,
@@ -146,6 +147,8 @@ class OpenAIServerPolicy:
         timeout_s: per-request timeout (seconds).
         concurrency: most requests in flight.
         api_key_env: environment variable holding the bearer token (never read from files).
+        edit_format: ``"full"`` (whole programs) or ``"diff"`` (SEARCH/REPLACE blocks against the
+            parent; :mod:`~discoverygym.agents.policies.edits`).
 
     Raises:
         ValueError: ``url`` is not an http(s) URL.
@@ -157,12 +160,14 @@ class OpenAIServerPolicy:
 
     def __init__(self, url: str, *, model: str | None = None, tokenizer: Any = None, max_new_tokens: int = 1024,
                  temperature: float = 1.0, system: str | None = None, timeout_s: float = 600.0,
-                 concurrency: int = 64, api_key_env: str = "OPENAI_API_KEY") -> None:
+                 concurrency: int = 64, api_key_env: str = "OPENAI_API_KEY",
+                 edit_format: str = "full") -> None:
         try:
             import httpx
         except ImportError:
             raise BackendUnavailable("OpenAIServerPolicy needs httpx: pip install 'discoverygym[vllm]'") from None
         self._httpx = httpx
+        self.edit_format = check_edit_format(edit_format)
         self.url = check_url(url)
         self.name = f"openai:{self.url}"
         self.max_new_tokens = int(max_new_tokens)
@@ -244,13 +249,13 @@ class OpenAIServerPolicy:
         """
         prompts, bodies = [], []
         for ctx in contexts:
-            messages = context_messages(ctx, self.system)
+            messages = context_messages(ctx, self.system, self.edit_format)
             ids = encode_chat(self.tokenizer, messages)
-            prompts.append((messages, ids, getattr(ctx.problem, "language", "python") or "python"))
+            prompts.append((messages, ids, getattr(ctx.problem, "language", "python") or "python", ctx))
             bodies.append(self.completion_body(ids, n, int(rng.integers(2**31 - 1))))
         replies = asyncio.run(self._post_all(bodies))
         out = []
-        for c, ((messages, ids, language), reply) in enumerate(zip(prompts, replies)):
+        for c, ((messages, ids, language, ctx), reply) in enumerate(zip(prompts, replies)):
             choices = sorted(reply.get("choices") or [], key=lambda ch: ch.get("index", 0))
             if len(choices) != n:
                 raise ServerError(f"asked for {n} choices, server returned {len(choices)}")
@@ -259,7 +264,8 @@ class OpenAIServerPolicy:
                 toks, lps, text, finish = parse_choice(choice)
                 group.append(make_sample(text, language, prompt_ids=list(ids), completion_ids=toks, logprobs=lps,
                                          mask=[True] * len(toks), finish_reason="length" if finish == "length" else "stop",
-                                         context=c, prompt=messages[-1]["content"]))
+                                         context=c, prompt=messages[-1]["content"], ctx=ctx,
+                                         edit_format=self.edit_format))
             out.append(group)
         return out
 

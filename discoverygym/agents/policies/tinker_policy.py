@@ -27,6 +27,7 @@ import numpy as np
 from discoverygym.agents.policies.llm import (
     BackendUnavailable,
     LLMSample,
+    check_edit_format,
     context_messages,
     encode_chat,
     make_sample,
@@ -142,6 +143,7 @@ class TinkerPolicy:
         model: Tinker base model name (e.g. ``"Qwen/Qwen3-8B"``).
         lora_rank: LoRA rank (32); lr, adam_beta1, adam_beta2, adam_eps: Adam (TTT-Discover App. A).
         max_new_tokens, temperature: sampling settings; system: optional system message.
+        edit_format: ``"full"`` or ``"diff"`` (SEARCH/REPLACE blocks; :mod:`~discoverygym.agents.policies.edits`).
         seed: seeds the LoRA initialisation on the service.
 
     Raises:
@@ -153,7 +155,8 @@ class TinkerPolicy:
 
     def __init__(self, model: str, *, lora_rank: int = 32, max_new_tokens: int = 1024, temperature: float = 1.0,
                  lr: float = 4e-5, adam_beta1: float = 0.9, adam_beta2: float = 0.95, adam_eps: float = 1e-8,
-                 system: str | None = None, seed: int = 0) -> None:
+                 system: str | None = None, seed: int = 0, edit_format: str = "full") -> None:
+        self.edit_format = check_edit_format(edit_format)
         _types()
         import tinker
 
@@ -182,22 +185,22 @@ class TinkerPolicy:
         types = _types()
         futures, prompts = [], []
         for ctx in contexts:
-            messages = context_messages(ctx, self.system)
+            messages = context_messages(ctx, self.system, self.edit_format)
             ids = encode_chat(self.tokenizer, messages)
             params = types.SamplingParams(max_tokens=self.max_new_tokens, temperature=self.temperature,
                                           seed=int(rng.integers(2**31 - 1)), stop=[self.tokenizer.eos_token_id])
             futures.append(self.sampler.sample(prompt=types.ModelInput.from_ints(ids), num_samples=n,
                                                sampling_params=params))
-            prompts.append((messages, ids, getattr(ctx.problem, "language", "python") or "python"))
+            prompts.append((messages, ids, getattr(ctx.problem, "language", "python") or "python", ctx))
         out = []
-        for c, (fut, (messages, ids, language)) in enumerate(zip(futures, prompts)):
+        for c, (fut, (messages, ids, language, ctx)) in enumerate(zip(futures, prompts)):
             group = []
             for seq in fut.result().sequences:
                 toks, lps = list(seq.tokens), [float(x) for x in seq.logprobs]
                 text = self.tokenizer.decode(toks, skip_special_tokens=True)
                 group.append(make_sample(text, language, prompt_ids=list(ids), completion_ids=toks, logprobs=lps,
                                          mask=[True] * len(toks), finish_reason=seq.stop_reason, context=c,
-                                         prompt=messages[-1]["content"]))
+                                         prompt=messages[-1]["content"], ctx=ctx, edit_format=self.edit_format))
             out.append(group)
         return out
 

@@ -24,6 +24,7 @@ import numpy as np
 from discoverygym.agents.policies.llm import (
     BackendUnavailable,
     LLMSample,
+    check_edit_format,
     context_messages,
     encode_chat,
     make_sample,
@@ -41,7 +42,8 @@ def _chosen_logprob(entry: Any, token: int) -> float:
 
 
 def samples_from_outputs(outputs: Sequence[Any], prompts: Sequence[tuple[list[dict], list[int], str]],
-                         tokenizer: Any) -> list[list[LLMSample]]:
+                         tokenizer: Any, contexts: Sequence[Any] | None = None,
+                         edit_format: str = "full") -> list[list[LLMSample]]:
     """Convert ``vllm.LLM.generate`` results into :class:`LLMSample` groups.
 
     Args:
@@ -49,6 +51,8 @@ def samples_from_outputs(outputs: Sequence[Any], prompts: Sequence[tuple[list[di
             ``logprobs`` — per position a dict token id -> ``Logprob`` — ``text``, ``finish_reason``).
         prompts: per prompt ``(messages, prompt token ids, language)``.
         tokenizer: decodes completions when a completion has no ``text``.
+        contexts: the sampling contexts (their parents are what ``diff`` responses edit).
+        edit_format: ``"full"`` or ``"diff"`` (:func:`~discoverygym.agents.policies.llm.make_sample`).
 
     Raises:
         ValueError: a completion without log-probs (the request must set ``logprobs=0``).
@@ -65,7 +69,8 @@ def samples_from_outputs(outputs: Sequence[Any], prompts: Sequence[tuple[list[di
             group.append(make_sample(text, language, prompt_ids=list(ids), completion_ids=toks, logprobs=lps,
                                      mask=[True] * len(toks),
                                      finish_reason="length" if comp.finish_reason == "length" else "stop",
-                                     context=c, prompt=messages[-1]["content"]))
+                                     context=c, prompt=messages[-1]["content"],
+                                     ctx=contexts[c] if contexts is not None else None, edit_format=edit_format))
         groups.append(group)
     return groups
 
@@ -79,6 +84,7 @@ class VLLMPolicy:
         max_lora_rank: largest adapter rank the engine accepts (the training rank).
         gpu_memory_utilization: fraction of GPU memory for vLLM (leave room for the HF learner).
         system: optional system message.
+        edit_format: ``"full"`` or ``"diff"`` (SEARCH/REPLACE blocks; :mod:`~discoverygym.agents.policies.edits`).
         **engine_kwargs: more ``vllm.LLM`` arguments.
 
     Raises:
@@ -88,7 +94,8 @@ class VLLMPolicy:
     action_modes = ("code",)
 
     def __init__(self, model: str, *, max_new_tokens: int = 1024, temperature: float = 1.0, max_lora_rank: int = 32,
-                 gpu_memory_utilization: float = 0.5, system: str | None = None, **engine_kwargs: Any) -> None:
+                 gpu_memory_utilization: float = 0.5, system: str | None = None, edit_format: str = "full",
+                 **engine_kwargs: Any) -> None:
         try:
             import vllm
             from vllm.lora.request import LoRARequest
@@ -96,6 +103,7 @@ class VLLMPolicy:
             raise BackendUnavailable("VLLMPolicy needs vllm (Linux + CUDA): pip install 'discoverygym[vllm]'; "
                                      "use --policy hf:MODEL or openai:URL instead") from None
         self._vllm, self._LoRARequest = vllm, LoRARequest
+        self.edit_format = check_edit_format(edit_format)
         self.name = f"vllm:{model}"
         self.max_new_tokens, self.temperature, self.system = int(max_new_tokens), float(temperature), system
         self.engine = vllm.LLM(model=str(model), enable_lora=True, max_lora_rank=max_lora_rank,
@@ -109,14 +117,14 @@ class VLLMPolicy:
         """``n`` samples per context in one ``generate`` call."""
         prompts, requests = [], []
         for ctx in contexts:
-            messages = context_messages(ctx, self.system)
+            messages = context_messages(ctx, self.system, self.edit_format)
             ids = encode_chat(self.tokenizer, messages)
             prompts.append((messages, ids, getattr(ctx.problem, "language", "python") or "python"))
             requests.append({"prompt_token_ids": ids})
         params = self._vllm.SamplingParams(n=n, temperature=self.temperature, max_tokens=self.max_new_tokens,
                                            logprobs=0, seed=int(rng.integers(2**31 - 1)))
         outputs = self.engine.generate(requests, params, lora_request=self.lora, use_tqdm=False)
-        return samples_from_outputs(outputs, prompts, self.tokenizer)
+        return samples_from_outputs(outputs, prompts, self.tokenizer, list(contexts), self.edit_format)
 
     def load_adapter(self, path: str | os.PathLike, name: str) -> None:
         """Use the adapter saved in ``path`` (peft format) for later requests, under ``name``."""
