@@ -418,10 +418,16 @@ class EvolutionarySearch:
                     "perf/evals_per_s": self._rate(),
                     "perf/queue_depth": self._queue_depth(),
                     tbs.COST_EVALUATIONS: done,
+                    **self._usage_scalars(),
                 },
             )
         if improved and not self._replaying:
             self._write_best()
+
+    def _usage_scalars(self) -> dict:
+        """The policy's token/cost scalars (``cost/usd``, ``cost/tokens``) when it tracks usage (chat backends)."""
+        get = getattr(self.policy, "usage_scalars", None)
+        return get() if callable(get) else {}
 
     def _decide_restart(self, traj: _Trajectory, step: int) -> None:
         """The selector just restarted after ``step``: the restart controller picks best or fresh."""
