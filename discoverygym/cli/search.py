@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from discoverygym.agents.policies.usage import UsageLimitReached
 from discoverygym.casestats import case_summary
 from discoverygym.cli.common import (
     check_policy_fits,
@@ -35,7 +36,6 @@ from discoverygym.cli.common import (
     run_kind,
     seed_value,
 )
-from discoverygym.agents.policies.usage import UsageLimitReached
 from discoverygym.errors import BackendUnavailable
 from discoverygym.io import file_in_the_way
 from discoverygym.policy import POLICIES
@@ -443,6 +443,22 @@ def _resume_hint(args: argparse.Namespace) -> str:
     return resume_command(args, ["search", args.env_id, "--run-dir", str(args.run_dir)])
 
 
+def _limit_hint(args: argparse.Namespace, limit: str) -> str:
+    """The resume command with the reached limit's flag replaced by ``FLAG HIGHER``."""
+    import shlex
+
+    flag = "--" + limit.replace("_", "-")
+    words, out, skip = shlex.split(_resume_hint(args)), [], False
+    for w in words:
+        if skip:
+            skip = False
+        elif w == flag:
+            skip = True
+        elif not w.startswith(flag + "="):
+            out.append(w)
+    return shlex.join([*out, flag, "HIGHER"])
+
+
 def run(args: argparse.Namespace) -> int:
     """Execute ``discoverygym search`` with parsed ``args``; returns the exit code."""
     console = Console()
@@ -483,7 +499,7 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"discoverygym search: stopped: {exc}; everything evaluated is in {args.run_dir}\n"
             f"{search.policy.usage.line()}\n"
-            f"continue with a higher limit: {_resume_hint(args)} --{exc.limit.replace('_', '-')} HIGHER",
+            f"continue with a higher limit: {_limit_hint(args, exc.limit)}",
             file=sys.stderr,
         )
         return 4

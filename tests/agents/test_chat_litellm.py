@@ -14,8 +14,8 @@ import pytest
 
 pytest.importorskip("litellm")
 
-from discoverygym.cli.search import main as search_main  # noqa: E402
-from tests.chat_server import serve_chat  # noqa: E402
+from discoverygym.cli.search import main as search_main
+from tests.chat_server import serve_chat
 
 MODEL = "openai/test-model"
 
@@ -47,7 +47,8 @@ def test_cost_cap_stops_then_resume_finishes_without_repeats(chat_env, tmp_path,
     assert rc == 4, out.err
     err = " ".join(out.err.split())
     assert "--max-cost-usd reached" in err and "tokens 9000" in err and "$0.012000" in err
-    assert "--max-cost-usd reached" in out.err
+    hint = [line for line in out.err.splitlines() if line.startswith("continue with a higher limit:")][0]
+    assert hint.count("--max-cost-usd") == 1 and hint.endswith("--resume --max-cost-usd HIGHER")
     assert server.rejected == 1 and server.answered == 6  # one 429, retried; 3 batches x K=2
     usage = json.loads((run / "usage.json").read_text())
     assert usage["totals"]["calls"] == 6 and usage["totals"]["retries"] == 1
@@ -75,6 +76,15 @@ def test_cost_cap_stops_then_resume_finishes_without_repeats(chat_env, tmp_path,
     assert usage["totals"]["cost_usd"] == pytest.approx(0.020)
     best = json.loads((run / "best.json").read_text())
     assert best["score"] is not None
+    try:
+        from discoverygym.tensorboard import read_scalars
+
+        scalars = read_scalars(run)
+    except ImportError:  # no TensorBoard reader here
+        return
+    if scalars:
+        assert max(v for _, v, _ in scalars["cost/usd"]) == pytest.approx(0.020)
+        assert max(v for _, v, _ in scalars["cost/tokens"]) == 15000
 
 
 def test_token_cap_names_its_limit(chat_env, tmp_path, capsys):

@@ -29,6 +29,7 @@ import os
 import random
 import threading
 import time
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -56,7 +57,9 @@ def import_litellm() -> Any:
     os.environ.setdefault("LITELLM_MODE", "PRODUCTION")  # no dotenv: keys only from the environment
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # the price map shipped with LiteLLM
     try:
-        import litellm
+        with warnings.catch_warnings():  # pydantic warns about LiteLLM's TypedDicts at import
+            warnings.simplefilter("ignore")
+            import litellm
     except ImportError:
         raise BackendUnavailable("litellm:MODEL needs LiteLLM: pip install 'discoverygym[chat]'") from None
     litellm.telemetry = False

@@ -65,7 +65,7 @@ class PriceTable:
 
     def __init__(self, table: Mapping[str, Any]) -> None:
         if not isinstance(table, Mapping):
-            raise ValueError(f"a price table is a JSON object of model -> prices, got {type(table).__name__}")
+            raise ValueError(f"a price table is a JSON object of model -> prices, got {type(table).__name__}")  # noqa: TRY004 - a usage error (exit 2)
         self.prices: dict[str, tuple[float, float]] = {}
         for model, entry in table.items():
             try:
