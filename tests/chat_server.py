@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -34,8 +35,11 @@ def program(i: int) -> str:
 class ChatServer:
     """State of a running loopback chat server (see the module docstring)."""
 
-    def __init__(self, fail_first: int = 0) -> None:
+    def __init__(self, fail_first: int = 0, delay_s: float = 0.0) -> None:
         self.fail_first = fail_first
+        self.delay_s = delay_s
+        self.in_flight = 0
+        self.max_in_flight = 0
         self.requests: list[dict] = []
         self.answered = 0
         self.rejected = 0
@@ -80,7 +84,16 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
             if self.path.rstrip("/").endswith("/chat/completions"):
-                self._send(*server.answer(body))
+                with server.lock:
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    time.sleep(server.delay_s)
+                    reply = server.answer(body)
+                finally:
+                    with server.lock:
+                        server.in_flight -= 1
+                self._send(*reply)
             else:
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
 
@@ -88,9 +101,12 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
 
 
 @contextlib.contextmanager
-def serve_chat(fail_first: int = 0) -> Iterator[ChatServer]:
-    """Run a :class:`ChatServer` on 127.0.0.1 (free port) in a thread; yields it (``.url`` ends in ``/v1``)."""
-    state = ChatServer(fail_first)
+def serve_chat(fail_first: int = 0, delay_s: float = 0.0) -> Iterator[ChatServer]:
+    """Run a :class:`ChatServer` on 127.0.0.1 (free port) in a thread; yields it (``.url`` ends in ``/v1``).
+
+    ``delay_s`` holds each chat request that long (to observe concurrency: ``max_in_flight``).
+    """
+    state = ChatServer(fail_first, delay_s)
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
     state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)

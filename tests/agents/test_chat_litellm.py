@@ -13,7 +13,13 @@ from collections import Counter
 
 import pytest
 
-pytest.importorskip("litellm")
+from discoverygym.agents.policies.chat import import_litellm
+from discoverygym.errors import BackendUnavailable
+
+try:  # LiteLLM imported the way the backend does it: bundled price map, no .env, no network
+    import_litellm()
+except BackendUnavailable:
+    pytest.skip("litellm is not installed (pip install 'discoverygym[chat]')", allow_module_level=True)
 
 from discoverygym.cli.search import main as search_main
 from tests.chat_server import serve_chat
@@ -48,7 +54,7 @@ def test_cost_cap_stops_then_resume_finishes_without_repeats(chat_env, tmp_path,
     assert rc == 4, out.err
     err = " ".join(out.err.split())
     assert "--max-cost-usd reached" in err and "tokens 9000" in err and "$0.012000" in err
-    hint = [line for line in out.err.splitlines() if line.startswith("continue with a higher limit:")][0]
+    hint = next(line for line in out.err.splitlines() if line.startswith("continue with a higher limit:"))
     assert hint.count("--max-cost-usd") == 1 and hint.endswith("--resume --max-cost-usd HIGHER")
     assert server.rejected == 1 and server.answered == 6  # one 429, retried; 3 batches x K=2
     usage = json.loads((run / "usage.json").read_text())
@@ -117,3 +123,50 @@ def test_train_and_post_train_refuse_chat_backends():
         TrainConfig(env_id="CirclePacking-26-v0", policy=f"litellm:{MODEL}")
     with pytest.raises(ValueError, match="drives only frozen search"):
         IRFTConfig(problems=["CirclePacking-26-v0"], policy=f"litellm:{MODEL}").validate()
+
+
+@pytest.mark.parametrize("argv", [
+    ["train", "CirclePacking-26-v0", "--policy", f"litellm:{MODEL}"],
+    ["post-train", "--problems", "CirclePacking-26-v0", "--policy", f"litellm:{MODEL}"],
+])
+def test_cli_train_and_post_train_refuse_in_one_line(argv, tmp_path, capsys):
+    from discoverygym.cli import main
+
+    run = tmp_path / "run"
+    rc = main([*argv, "--run-dir", str(run)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "drives only frozen search" in err
+    assert not run.exists()  # refused before any work
+
+
+def test_prices_user_table_then_litellm_map(tmp_path):
+    from discoverygym.agents.policies.chat import import_litellm
+    from discoverygym.agents.policies.usage import PriceTable, UsageTracker
+
+    import_litellm()
+    table = PriceTable({"my-model": {"input_per_1m": 3, "output_per_1m": 15}})
+    tracker = UsageTracker(prices=table)
+    assert tracker.cost("openai/my-model", 1_000_000, 100_000) == pytest.approx(4.5)  # provider prefix dropped
+    assert tracker.cost("gpt-4o-mini", 1000, 1000) > 0  # LiteLLM's bundled price map
+    assert tracker.cost("openai/surely-not-a-priced-model", 10, 10) is None
+    with pytest.raises(ValueError, match="'bad'"):
+        PriceTable({"bad": {"input": "x"}})
+
+
+def test_max_concurrency_bounds_requests_in_flight(monkeypatch):
+    import numpy as np
+
+    from discoverygym.policy import SamplingContext, make_policy
+    from discoverygym.search.config import SearchConfig
+    from discoverygym.types import State
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    problem = SearchConfig("CirclePacking-26-v0", action_mode="code").problem()
+    parent = State(np.zeros((26, 3)), 0.0, 0.0, True, code="def construct():\n    pass\n", id="init")
+    ctx = SamplingContext(parent, (parent,), problem, "code")
+    with serve_chat(delay_s=0.2) as server:
+        policy = make_policy(f"litellm:{MODEL}", api_base=server.url, max_concurrency=2)
+        out = policy.sample([ctx, ctx], 3, np.random.default_rng(0))
+    assert [len(g) for g in out] == [3, 3] and all(s.parse_error is None for g in out for s in g)
+    assert server.answered == 6 and server.max_in_flight == 2
+    assert policy.usage.totals["calls"] == 6 and policy.usage.totals["unpriced_calls"] == 6  # no price table
