@@ -208,6 +208,9 @@ class EvolutionarySearch:
                 f"{run_dir} already holds a run; pass resume=True (--resume) or use a new run dir"
             )
         self.resume = resume
+        usage = getattr(policy, "usage", None)  # a chat backend's tracker built without a run dir (Python API)
+        if usage is not None and getattr(usage, "dir", False) is None and callable(getattr(usage, "bind", None)):
+            usage.bind(self.log.dir, resume=resume)
         self.problem = problem_obj
         self.spec = EvaluatorSpec(
             config.env_id,

@@ -170,3 +170,15 @@ def test_max_concurrency_bounds_requests_in_flight(monkeypatch):
     assert [len(g) for g in out] == [3, 3] and all(s.parse_error is None for g in out for s in g)
     assert server.answered == 6 and server.max_in_flight == 2
     assert policy.usage.totals["calls"] == 6 and policy.usage.totals["unpriced_calls"] == 6  # no price table
+
+
+def test_python_api_writes_usage_into_the_run_dir(chat_env, tmp_path):
+    from discoverygym.search.evolution import EvolutionarySearch, SearchConfig
+
+    server, _ = chat_env
+    config = SearchConfig("CirclePacking-26-v0", policy=f"litellm:{MODEL}", action_mode="code", selector="greedy",
+                          C=1, L=1, K=2, policy_kwargs={"retry_base_s": 0.01})
+    result = EvolutionarySearch(config, tmp_path / "run", executor="inline").run()
+    assert result.evaluations == 2 and server.answered == 2
+    usage = json.loads((tmp_path / "run" / "usage.json").read_text())
+    assert usage["totals"]["calls"] == 2 and usage["totals"]["prompt_tokens"] == 2000

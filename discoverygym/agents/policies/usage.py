@@ -141,9 +141,16 @@ class UsageTracker:
         self.totals["latency_s"] = 0.0
         self.before: dict[str, float] = dict(self.totals)  # totals when this process started
         if resume and self.dir is not None:
-            for record in self.read_log(self.dir):
-                self._add(record)
-            self.before = dict(self.totals)
+            self.bind(self.dir, resume=True)
+
+    def bind(self, run_dir: str | os.PathLike, resume: bool = False) -> None:
+        """Write to ``run_dir`` from now on; with ``resume``, first add the totals of its ``usage.jsonl``."""
+        with self._lock:
+            self.dir = Path(run_dir)
+            if resume:
+                for record in self.read_log(self.dir):
+                    self._add(record)
+                self.before = dict(self.totals)
 
     # ------------------------------------------------------------------ prices
     def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
