@@ -17,7 +17,8 @@ an env in another action mode.
 **One registry** serves ``discoverygym search --policy`` and ``discoverygym train --policy``:
 names map to ``"module:attr"`` factories imported lazily (the plug-in pattern of Gymnasium's
 ``entry_point`` strings, so this module imports nothing above it), and LLM policies are named by a
-spec ``backend:target`` (``hf:PATH_OR_ID``, ``openai:URL``, ``vllm:MODEL``, ``tinker:MODEL``).
+spec ``backend:target`` (``hf:PATH_OR_ID``, ``openai:URL``, ``vllm:MODEL``, ``tinker:MODEL``,
+``litellm:MODEL``: hosted chat models, search only, :data:`CHAT_BACKENDS`).
 A factory that declares a ``shape`` parameter receives the construction's shape from the runner
 (the numeric Gaussian policy needs it; its ``polish="auto"`` reads the problem from each context).
 
@@ -38,11 +39,14 @@ import numpy as np
 from discoverygym.types import State
 
 __all__ = [
+    "CHAT_BACKENDS",
+    "CHAT_REFUSAL",
     "LLM_BACKENDS",
     "LLM_SPECS",
     "POLICIES",
     "Policy",
     "SamplingContext",
+    "is_chat_spec",
     "is_llm_spec",
     "make_policy",
     "policy_factory",
@@ -94,10 +98,19 @@ LLM_BACKENDS: dict[str, str] = {
     "openai": "discoverygym.agents.policies.openai_server:OpenAIServerPolicy",
     "vllm": "discoverygym.agents.policies.vllm_engine:VLLMPolicy",
     "tinker": "discoverygym.agents.policies.tinker_policy:TinkerPolicy",
+    "litellm": "discoverygym.agents.policies.chat:LiteLLMPolicy",
 }
 
+#: backends that return text only (hosted chat APIs): search can use them, training cannot.
+CHAT_BACKENDS: tuple[str, ...] = ("litellm",)
+
+#: the one line ``train`` / ``post-train`` refuse a chat backend with ({command} is filled in).
+CHAT_REFUSAL = ("`discoverygym {command}` needs log-probabilities of a model you hold; a chat backend "
+                "(litellm:MODEL) drives only frozen search (`discoverygym search --action-mode code`); "
+                "train with hf:PATH_OR_ID, openai:URL (vLLM), vllm:MODEL or tinker:MODEL")
+
 #: the LLM spec forms, for error messages and help texts.
-LLM_SPECS = "hf:PATH_OR_ID, openai:URL, vllm:MODEL, tinker:MODEL"
+LLM_SPECS = "hf:PATH_OR_ID, openai:URL, vllm:MODEL, tinker:MODEL, litellm:MODEL"
 
 
 def register_policy(name: str, target: str | Callable[..., Policy]) -> None:
@@ -126,8 +139,13 @@ def split_spec(spec: str) -> tuple[str, str]:
 
 
 def is_llm_spec(spec: Any) -> bool:
-    """Whether ``spec`` names an LLM backend (``hf:``, ``openai:``, ``vllm:``, ``tinker:``)."""
+    """Whether ``spec`` names an LLM backend (``hf:``, ``openai:``, ``vllm:``, ``tinker:``, ``litellm:``)."""
     return isinstance(spec, str) and ":" in spec and spec.partition(":")[0] in LLM_BACKENDS
+
+
+def is_chat_spec(spec: Any) -> bool:
+    """Whether ``spec`` names a chat backend (:data:`CHAT_BACKENDS`: text only, no log-probs to train on)."""
+    return is_llm_spec(spec) and spec.partition(":")[0] in CHAT_BACKENDS
 
 
 def _resolve(target: str | Callable) -> Callable:

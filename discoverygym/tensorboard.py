@@ -43,6 +43,8 @@ __all__ = [
     "BETA",
     "BETA_MEAN",
     "COST_EVALUATIONS",
+    "COST_TOKENS",
+    "COST_USD",
     "EVAL",
     "IMAGE",
     "PERF",
@@ -70,6 +72,8 @@ EVAL = "eval/"
 PERF = "perf/"
 COST = "cost/"
 COST_EVALUATIONS = "cost/evaluations"
+COST_USD = "cost/usd"  # chat backends: run total in USD
+COST_TOKENS = "cost/tokens"  # chat backends: run total of prompt + completion tokens
 VALID_FRACTION = "valid_fraction"
 #: the image of the best state so far (its score is drawn into the picture and in the description)
 IMAGE = "best_construction"

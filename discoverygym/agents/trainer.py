@@ -55,7 +55,7 @@ from discoverygym.agents.losses import DEFAULT_LOSS, Loss, make_loss
 from discoverygym.agents.objectives import Objective, make_objective
 from discoverygym.agents.policies.edits import check_edit_format, edit_stats
 from discoverygym.io import atomic_write_json, available_cpus
-from discoverygym.policy import SamplingContext, is_llm_spec, split_spec
+from discoverygym.policy import CHAT_REFUSAL, SamplingContext, is_chat_spec, is_llm_spec, split_spec
 from discoverygym.search.reuse import EpsilonGreedyReuse, NoReuse, PUCTReuse, ReuseWrapper
 from discoverygym.types import State
 
@@ -143,6 +143,8 @@ class TrainConfig:
         family = self.family
         if family == "llm":
             split_spec(self.policy)
+            if is_chat_spec(self.policy):
+                raise ValueError(CHAT_REFUSAL.format(command="train"))
         if self.lr is None:
             self.lr = DEFAULT_LR[family]
         if self.update_on_constant is None:

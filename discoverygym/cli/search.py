@@ -7,7 +7,8 @@ Exit codes: 0 finished, 1 the search failed (the run directory stays resumable),
 (bad flag, malformed ``--policy`` spec or URL, a model directory without model files, a run
 directory of another kind), 3 a backend is not available here (LLM extra / vllm / tinker SDK not
 installed, ``TINKER_API_KEY`` not set or rejected, the ``openai:URL`` server unreachable), 130
-interrupted (Ctrl-C; resumable with ``--resume``).
+interrupted (Ctrl-C; resumable with ``--resume``), 4 a chat usage limit was reached (``--max-cost-usd`` /
+``--max-tokens``; the line names it; ``--resume`` with a higher limit continues).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from discoverygym.agents.policies.usage import UsageLimitReached
 from discoverygym.casestats import case_summary
 from discoverygym.cli.common import (
     check_policy_fits,
@@ -67,7 +69,8 @@ _PARAMS: list[tuple[tuple[str, ...], str, Any, Any, str]] = [
         "mutation",
         (
             "policy name (registered: {policies}; default mutation) or an LLM with --action-mode code: "
-            "hf:PATH_OR_ID, openai:URL, vllm:MODEL, tinker:MODEL (settings via --policy-kwargs)"
+            "hf:PATH_OR_ID, openai:URL, vllm:MODEL, tinker:MODEL, litellm:MODEL (hosted chat; settings via "
+            "--policy-kwargs)"
         ),
     ),
     (("--selector",), "selector", str, "rpucg", "history selector Φ: {selectors} (default rpucg)"),
@@ -156,7 +159,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--policy hf:MODEL --task-options '{\"n_cases\": 5}' --run-dir runs/ahc. "
         "Exit codes: 0 finished; 1 failed mid-run (resumable); 2 usage error; 3 backend not available here "
         "(LLM extra / vllm / tinker SDK not installed, TINKER_API_KEY not set or rejected, openai:URL server "
-        "unreachable); 130 interrupted (--resume continues).",
+        "unreachable); 4 a chat usage limit (--max-cost-usd / --max-tokens) was reached (--resume with a higher "
+        "limit continues); 130 interrupted (--resume continues).",
     )
     _add_arguments(p)
 
@@ -212,6 +216,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         help="LLM policies: answers are full programs (default) or SEARCH/REPLACE diffs against the parent "
         "(the Aider/OpenEvolve format; sets policy_kwargs edit_format)",
     )
+    _add_chat_arguments(p)
     p.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard scalars")
     p.add_argument(
         "--log-every",
@@ -219,6 +224,59 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         default=10.0,
         help="seconds between progress lines when the output is not a terminal (default 10)",
     )
+
+
+def _positive_float(text: str) -> float:
+    """argparse type: a number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
+    if not value > 0 or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
+def _add_chat_arguments(p: argparse.ArgumentParser) -> None:
+    """The run limits of chat backends (``--policy litellm:MODEL``); not part of the stored config,
+    so ``--resume`` may raise them."""
+    g = p.add_argument_group("chat backends (--policy litellm:MODEL)")
+    g.add_argument("--max-cost-usd", type=_positive_float, default=None,
+                   help="stop cleanly (resumable) once the run's chat calls cost this much, in USD, across resumes")
+    g.add_argument("--max-tokens", type=_positive_int, default=None,
+                   help="stop cleanly (resumable) once the run used this many prompt + completion tokens")
+    g.add_argument("--max-concurrency", type=_positive_int, default=None,
+                   help="most chat requests in flight at once (default 8)")
+    g.add_argument("--price-table", default=None, metavar="FILE.json",
+                   help="prices in USD per 1M tokens, {\"MODEL\": {\"input\": X, \"output\": Y}}; "
+                   "overrides LiteLLM's price map")
+
+
+def _chat_policy(args: argparse.Namespace, config: SearchConfig) -> tuple[Any, int] | None:
+    """For a chat spec: ``(policy, generation workers)`` with the run's usage tracker; else ``None``.
+
+    Raises:
+        ValueError: a chat-only flag with another policy; a bad price table; a cap without prices.
+    """
+    from discoverygym.policy import is_chat_spec, make_policy
+
+    flags = {f: getattr(args, f, None) for f in ("max_cost_usd", "max_tokens", "max_concurrency", "price_table")}
+    if not is_chat_spec(config.policy):
+        given = [f"--{f.replace('_', '-')}" for f, v in flags.items() if v is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} applies to chat backends (--policy litellm:MODEL), "
+                             f"not to {config.policy!r}")
+        return None
+    from discoverygym.agents.policies.usage import PriceTable, UsageTracker
+
+    prices = PriceTable.load(flags["price_table"]) if flags["price_table"] else None
+    tracker = UsageTracker(args.run_dir, max_cost_usd=flags["max_cost_usd"], max_tokens=flags["max_tokens"],
+                           prices=prices, resume=args.resume)
+    kwargs = dict(config.policy_kwargs)
+    if flags["max_concurrency"] is not None:
+        kwargs["max_concurrency"] = flags["max_concurrency"]
+    policy = make_policy(config.policy, usage=tracker, **kwargs)
+    return policy, max(1, min(config.C, policy.max_concurrency))
 
 
 def _config_from_args(args: argparse.Namespace) -> SearchConfig:
@@ -373,7 +431,9 @@ def _record_line(problem: Any, best: State | None) -> str:
     return text
 
 
-def _summary(console: Console, config: SearchConfig, result: SearchResult, problem: Any = None) -> None:
+def _summary(console: Console, config: SearchConfig, result: SearchResult, problem: Any = None,
+             usage: Any = None) -> None:
+    """Print the end-of-run table, the best score, the record gap and (chat backends) tokens and cost."""
     table = Table(
         title=f"search {config.env_id} — Φ={config.selector}, C={config.C} L={config.L} K={config.K}"
     )
@@ -395,6 +455,8 @@ def _summary(console: Console, config: SearchConfig, result: SearchResult, probl
     )
     if problem is not None:
         console.print(_record_line(problem, best), highlight=False)
+    if usage is not None:
+        console.print(usage.line(), highlight=False, markup=False)
     cases = case_summary(best.metadata if best else None)
     if cases:
         console.print(cases, highlight=False, markup=False)
@@ -403,6 +465,22 @@ def _summary(console: Console, config: SearchConfig, result: SearchResult, probl
 def _resume_hint(args: argparse.Namespace) -> str:
     """The exact command that continues this search (the original argv with ``--resume``)."""
     return resume_command(args, ["search", args.env_id, "--run-dir", str(args.run_dir)])
+
+
+def _limit_hint(args: argparse.Namespace, limit: str) -> str:
+    """The resume command with the reached limit's flag replaced by ``FLAG HIGHER``."""
+    import shlex
+
+    flag = "--" + limit.replace("_", "-")
+    words, out, skip = shlex.split(_resume_hint(args)), [], False
+    for w in words:
+        if skip:
+            skip = False
+        elif w == flag:
+            skip = True
+        elif not w.startswith(flag + "="):
+            out.append(w)
+    return shlex.join([*out, flag, "HIGHER"])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -415,6 +493,7 @@ def run(args: argparse.Namespace) -> int:
             _check_run_dir_path(Path(args.run_dir))
         config = _config_from_args(args)
         check_policy_fits(config.policy, config.env_id)
+        chat = _chat_policy(args, config)
         display = _Display(console, config.budget, args.log_every)
         search = EvolutionarySearch(
             config,
@@ -425,6 +504,7 @@ def run(args: argparse.Namespace) -> int:
             ray_address=args.ray_address,
             progress=display,
             tensorboard=not args.no_tensorboard,
+            **({"policy": chat[0], "generation_workers": chat[1]} if chat else {}),
         )
     except BackendUnavailable as exc:  # a missing LLM extra / SDK key, an unreachable server
         if display is not None:
@@ -438,6 +518,15 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         result = search.run()
+    except UsageLimitReached as exc:
+        display.stop()
+        print(
+            f"discoverygym search: stopped: {exc}; everything evaluated is in {args.run_dir}\n"
+            f"{search.policy.usage.line()}\n"
+            f"continue with a higher limit: {_limit_hint(args, exc.limit)}",
+            file=sys.stderr,
+        )
+        return 4
     except KeyboardInterrupt:
         display.stop()
         print(
@@ -463,7 +552,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     display.stop()
-    _summary(console, config, result, search.problem)
+    _summary(console, config, result, search.problem, getattr(search.policy, "usage", None))
     return 0
 
 

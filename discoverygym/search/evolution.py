@@ -208,6 +208,9 @@ class EvolutionarySearch:
                 f"{run_dir} already holds a run; pass resume=True (--resume) or use a new run dir"
             )
         self.resume = resume
+        usage = getattr(policy, "usage", None)  # a chat backend's tracker built without a run dir (Python API)
+        if usage is not None and getattr(usage, "dir", False) is None and callable(getattr(usage, "bind", None)):
+            usage.bind(self.log.dir, resume=resume)
         self.problem = problem_obj
         self.spec = EvaluatorSpec(
             config.env_id,
@@ -419,10 +422,16 @@ class EvolutionarySearch:
                     "perf/queue_depth": self._queue_depth(),
                     tbs.COST_EVALUATIONS: done,
                     **(batch.edit or {}),  # edit/parse_fail_rate, edit/apply_fail_rate, edit/fallback_rate
+                    **self._usage_scalars(),
                 },
             )
         if improved and not self._replaying:
             self._write_best()
+
+    def _usage_scalars(self) -> dict:
+        """The policy's token/cost scalars (``cost/usd``, ``cost/tokens``) when it tracks usage (chat backends)."""
+        get = getattr(self.policy, "usage_scalars", None)
+        return get() if callable(get) else {}
 
     def _decide_restart(self, traj: _Trajectory, step: int) -> None:
         """The selector just restarted after ``step``: the restart controller picks best or fresh."""

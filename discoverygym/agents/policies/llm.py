@@ -9,6 +9,7 @@ spec          class                                             trains
 ``openai:U``  :class:`~.openai_server.OpenAIServerPolicy`       via a local HFPolicy
 ``vllm:M``    :class:`~.vllm_engine.VLLMPolicy` (in-process)    via a local HFPolicy
 ``tinker:M``  :class:`~.tinker_policy.TinkerPolicy`             remotely (Tinker service)
+``litellm:M`` :class:`~.chat.LiteLLMPolicy` (hosted chat)          no (search only)
 ============  ================================================  ==========================
 
 ``M`` is a local directory or a Hugging Face hub id, ``U`` the base URL of an OpenAI-compatible
