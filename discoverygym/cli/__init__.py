@@ -183,6 +183,11 @@ def _cmd_evaluate(args: argparse.Namespace, console: Console) -> int:
         raise UsageError(f"--timeout must be a number of seconds in (0, 86400], got {args.timeout}")
     if args.n_cases is not None and args.n_cases < 1:
         raise UsageError(f"--n-cases must be >= 1, got {args.n_cases}")
+    if not args.file:
+        try:
+            option_names(args.env_id)
+        except ValueError:
+            raise UsageError(f"unknown env {args.env_id!r}; run `discoverygym list`") from None
     path = Path(args.file) if args.file else example_path(args.env_id)
     options = {"cases_dir": args.cases, "dataset": args.dataset, "device": args.device, "n_cases": args.n_cases,
                "allow_unconfined": True if args.allow_unconfined else None}

@@ -64,6 +64,8 @@ def build_report(run_dir: str | os.PathLike, out: str | os.PathLike | None = Non
     if data.best is not None and picture is None:
         data.notes.append(f"no picture of the best state: {data.env_id} could not draw it here")
     path = Path(out) if out is not None else Path(run_dir) / "report.html"
+    if path.is_dir():  # -o DIR: the report goes inside it
+        path = path / "report.html"
     atomic_write_text(path, render_html(data, js, picture, refresh_s=refresh_s), fsync=False)
     return path
 

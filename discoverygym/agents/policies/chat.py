@@ -166,6 +166,11 @@ class LiteLLMPolicy:
                     response = self._request(messages, seed)
                     break
                 except self._retryable as exc:
+                    text = str(exc)
+                    if "Missing credentials" in text or "api_key client option must be set" in text:
+                        # a missing key surfaces as a server error from LiteLLM: retrying cannot help
+                        raise BackendUnavailable(f"{self.model}: no API key (set the provider's API key "
+                                                 f"environment variable, e.g. OPENAI_API_KEY): {_short(exc)}") from None
                     if retries >= self.num_retries:
                         if isinstance(exc, getattr(lt, "APIConnectionError", ())):
                             raise BackendUnavailable(f"cannot reach {self.model}: {_short(exc)}") from None

@@ -42,7 +42,7 @@ UNCONFINED_REFUSAL = (
     "code: outside a sandbox it could rewrite the verifier it is judged by), and bubblewrap (bwrap) "
     "is not installed, cannot create user namespaces here, or DISCOVERYGYM_SANDBOX_NO_BWRAP is set. "
     "Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap), or pass allow_unconfined=True "
-    "(`evaluate --allow-unconfined`, `--task-options allow_unconfined=true` for search/train, or "
+    "(`evaluate --allow-unconfined`, `--task-options '{\"allow_unconfined\": true}'` for search/train, or "
     "DISCOVERYGYM_KERNELS_ALLOW_UNCONFINED=1) to judge "
     "behind the static checks and audit hook only"
 )
