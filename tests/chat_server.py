@@ -12,12 +12,13 @@ request is recorded in ``server.requests`` (the JSON body) and counted by status
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from tests.openai_server import JSONHandler
 
 EXAMPLE = (Path(__file__).resolve().parents[1] / "discoverygym" / "examples" / "circle_packing.py").read_text()
 
@@ -63,18 +64,7 @@ class ChatServer:
 
 
 def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args) -> None:  # quiet
-            pass
-
-        def _send(self, code: int, payload: dict) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
+    class Handler(JSONHandler):
         def do_GET(self) -> None:
             if self.path.rstrip("/").endswith("/models"):
                 self._send(200, {"object": "list", "data": [{"id": "test-model", "object": "model"}]})
@@ -82,7 +72,7 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
 
         def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            body = self._body()
             if self.path.rstrip("/").endswith("/chat/completions"):
                 with server.lock:
                     server.in_flight += 1

@@ -69,19 +69,31 @@ class _Model:
             self.adapters[body["lora_name"]] = self.policy.state_dict()
 
 
+class JSONHandler(BaseHTTPRequestHandler):
+    """Quiet request handler speaking JSON: :meth:`_body` reads the request, :meth:`_send` answers.
+
+    Shared by the loopback servers of the tests (completions here, chat in ``tests/chat_server.py``
+    and the OpenEvolve round trip).
+    """
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+    def _body(self) -> dict:
+        """The request's JSON object (``{}`` for an empty body)."""
+        return json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+
+    def _send(self, code: int, payload: dict) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
 def _handler(model: _Model) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args) -> None:  # quiet
-            pass
-
-        def _send(self, code: int, payload: dict) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
+    class Handler(JSONHandler):
         def do_GET(self) -> None:
             if self.path == "/v1/models":
                 ids = [model.name, *model.adapters]
@@ -90,7 +102,7 @@ def _handler(model: _Model) -> type[BaseHTTPRequestHandler]:
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
 
         def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            body = self._body()
             try:
                 if self.path == "/v1/completions":
                     self._send(200, model.complete(body))

@@ -24,6 +24,7 @@ import pytest
 
 from discoverygym.cli import main
 from discoverygym.interop.openevolve import evaluate_program_file, export_openevolve, with_evolve_markers
+from tests.openai_server import JSONHandler
 
 ENV_ID = "ErdosMinOverlap-v0"
 REPO = Path(__file__).resolve().parents[2]
@@ -64,25 +65,14 @@ class _Canned:
 
 
 def _handler(canned: _Canned) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(JSONHandler):
         """``POST /v1/chat/completions`` (and ``GET /v1/models``), OpenAI's response shape."""
-
-        def log_message(self, *args) -> None:  # quiet
-            pass
-
-        def _send(self, code: int, payload: dict) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
 
         def do_GET(self) -> None:
             self._send(200, {"object": "list", "data": [{"id": "canned", "object": "model"}]})
 
         def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            body = self._body()
             if not self.path.endswith("/chat/completions"):
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
                 return
