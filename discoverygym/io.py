@@ -12,7 +12,29 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RUN_KINDS", "atomic_write_json", "atomic_write_text", "available_cpus", "file_in_the_way", "run_kind"]
+__all__ = ["RUN_KINDS", "atomic_write_json", "atomic_write_text", "available_cpus", "file_in_the_way", "json_lines",
+           "run_kind"]
+
+
+def json_lines(text: str) -> list[dict]:
+    """The JSON-object lines of a JSON-lines text, in order; a torn or corrupt line (a run killed
+    mid-write), or a line holding anything but an object, is skipped.
+
+    Args:
+        text: the file's content.
+
+    Returns:
+        One dict per complete object line.
+    """
+    rows = []
+    for line in text.splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
 
 
 def atomic_write_text(path: str | os.PathLike, text: str, fsync: bool = True) -> None:

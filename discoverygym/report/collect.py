@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from discoverygym.io import run_kind
+from discoverygym.io import json_lines, run_kind
 from discoverygym.search.runlog import RunLog
 
 __all__ = ["Node", "RunData", "collect", "program_text", "unified_diff"]
@@ -124,19 +124,10 @@ def _read_json(path: Path) -> Any:
 
 def _read_jsonl(path: Path) -> list[dict]:
     """The complete JSON-object lines of ``path`` (a torn or corrupt line is skipped)."""
-    rows = []
     try:
-        data = path.read_text(errors="replace")
+        return json_lines(path.read_text(errors="replace"))
     except OSError:
-        return rows
-    for line in data.splitlines():
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(row, dict):
-            rows.append(row)
-    return rows
+        return []
 
 
 def program_text(state: dict) -> str | None:

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from discoverygym.io import atomic_write_json
+from discoverygym.io import atomic_write_json, json_lines
 
 __all__ = ["USAGE_JSON", "USAGE_LOG", "PriceTable", "UsageLimitReached", "UsageTracker"]
 
@@ -230,14 +230,4 @@ class UsageTracker:
     def read_log(run_dir: str | os.PathLike) -> list[dict]:
         """The complete records of ``run_dir/usage.jsonl`` (a torn last line is ignored)."""
         path = Path(run_dir) / USAGE_LOG
-        if not path.exists():
-            return []
-        out = []
-        for line in path.read_text().splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict):
-                out.append(record)
-        return out
+        return json_lines(path.read_text()) if path.exists() else []
