@@ -51,9 +51,11 @@ _PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
 
 def gpu_device_nodes() -> list[str]:
     """The GPU device nodes present on this machine (NVIDIA and AMD), sorted."""
-    nodes = glob.glob("/dev/nvidia*") + glob.glob("/dev/nvidia-caps/*") + ["/dev/kfd", "/dev/dri"]
-    return sorted({n for n in nodes if os.path.exists(n) and not os.path.isdir(n) or n == "/dev/dri"
-                   and os.path.isdir(n)})
+    nodes = glob.glob("/dev/nvidia*") + glob.glob("/dev/nvidia-caps/*") + ["/dev/kfd"]
+    found = {n for n in nodes if os.path.exists(n) and not os.path.isdir(n)}
+    if os.path.isdir("/dev/dri"):  # AMD's render nodes: bound as one directory
+        found.add("/dev/dri")
+    return sorted(found)
 
 
 def sandbox_uid() -> int | None:

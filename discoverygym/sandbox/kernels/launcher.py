@@ -199,11 +199,9 @@ def run_stage(source: str, job: dict, workdir: str, timeout_s: float, *, allow_u
         raise BackendUnavailable(UNCONFINED_REFUSAL)
     uid = box.sandbox_uid() if confined else None
     work = Path(workdir)
+    job = {**job, "cpu_limit_s": float(timeout_s) * (os.cpu_count() or 1) + 30.0}
     _prepare(work, source, job, uid)
     stage = job["stage"]
-    ncpu = os.cpu_count() or 1
-    job = {**job, "cpu_limit_s": float(timeout_s) * ncpu + 30.0}
-    (work / "job.json").write_text(json.dumps(job))
     pythonpath = os.pathsep.join(p for p in (_PACKAGE_PARENT, os.environ.get("PYTHONPATH")) if p)
     deadline = time.monotonic() + timeout_s
 
