@@ -32,7 +32,7 @@ from typing import Any
 from discoverygym.errors import InvalidSolution
 
 __all__ = ["CNOTS_PER_SWAP", "OPERATOR_MAX_QUBITS", "Case", "Circuit", "Topology", "check_operator",
-           "check_routing", "load_suite", "parse_qasm3", "routed_circuit", "two_qubit_gates"]
+           "check_routing", "from_qiskit", "load_suite", "parse_qasm3", "routed_circuit", "to_qiskit", "two_qubit_gates"]
 
 #: CNOTs one SWAP costs (TES: 3).
 CNOTS_PER_SWAP = 3
@@ -344,6 +344,71 @@ def check_operator(circuit: Circuit, topology: Topology, result: dict) -> bool |
         inverse[target] = w
     expected.append(PermutationGate(inverse), list(range(len(touched))))
     return Operator(small).equiv(Operator(expected))
+
+
+def to_qiskit(circuit: Circuit) -> Any:
+    """The input circuit as a Qiskit ``QuantumCircuit`` (``circuit.num_qubits`` qubits, same gates in order).
+
+    Raises:
+        BackendUnavailable: Qiskit is not installed.
+    """
+    qc_cls, gate_of = _qiskit()
+    qc = qc_cls(circuit.num_qubits)
+    for name, params, qubits in circuit.ops:
+        qc.append(gate_of(name, params), list(qubits))
+    return qc
+
+
+def from_qiskit(circuit: Circuit, routed: Any) -> dict:
+    """Read a Qiskit-routed circuit (a layout + routing pass's output) as a routing ``{"layout", "ops"}``.
+
+    Each two-qubit gate of ``routed`` is matched to the next gate of the logical qubit it acts on
+    (the logical qubits are tracked through the SWAPs), so :func:`check_routing` then judges
+    Qiskit's routing exactly as a candidate's. One-qubit gates are not read (routing does not move
+    them between two-qubit gates).
+
+    Args:
+        circuit: the input circuit.
+        routed: ``QuantumCircuit`` on physical qubits with ``routed.layout`` set (Qiskit's
+            ``TranspileLayout``), e.g. ``PassManager([SabreLayout(cmap, ...)]).run(to_qiskit(c))``.
+
+    Raises:
+        InvalidSolution: a two-qubit gate of ``routed`` that matches no pending gate of the input
+            (wrong qubits or control/target swapped), or a gate other than the input's and SWAP.
+    """
+    layout = list(routed.layout.initial_index_layout(filter_ancillas=True))[: circuit.num_qubits]
+    l2p = list(layout)
+    p2l = {p: q for q, p in enumerate(l2p)}
+    gates = two_qubit_gates(circuit)
+    queues: list[list[int]] = [[] for _ in range(circuit.num_qubits)]
+    for index, (a, b) in enumerate(gates):
+        queues[a].append(index)
+        queues[b].append(index)
+    position = [0] * circuit.num_qubits
+    ops: list = []
+    for k, ins in enumerate(routed.data):
+        qubits = [routed.find_bit(q).index for q in ins.qubits]
+        if len(qubits) != 2:
+            continue
+        p, q = qubits
+        if ins.operation.name == "swap":
+            ops.append([p, q])
+            lp, lq = p2l.pop(p, None), p2l.pop(q, None)
+            if lp is not None:
+                l2p[lp], p2l[q] = q, lp
+            if lq is not None:
+                l2p[lq], p2l[p] = p, lq
+            continue
+        a, b = p2l.get(p), p2l.get(q)
+        if a is None or position[a] >= len(queues[a]):
+            raise InvalidSolution(f"routed op #{k} ({ins.operation.name} on {p}, {q}) matches no pending gate")
+        g = queues[a][position[a]]
+        if gates[g] != [a, b]:
+            raise InvalidSolution(f"routed op #{k} on logical ({a}, {b}) is not the next gate {gates[g]} of qubit {a}")
+        position[a] += 1
+        position[b] += 1
+        ops.append(g)
+    return {"layout": layout, "ops": ops}
 
 
 def _qiskit() -> tuple[Any, Any]:

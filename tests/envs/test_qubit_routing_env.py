@@ -1,0 +1,89 @@
+"""QubitRouting-v0: gym.make + check_env, the initial SABRE program, and broken candidates failing per case."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import discoverygym  # noqa: F401 - registers the ids
+from discoverygym.envs.qubit_routing import QubitRoutingTask
+
+pytest.importorskip("qiskit")
+
+SMALL = ["4gt13_92_q20", "4mod5-v1_22_q20"]  # suite reference: 0 added CNOTs on both
+
+
+@pytest.fixture(scope="module")
+def env():
+    return gym.make("QubitRouting-v0", cases=SMALL, case_time_limit_s=20.0).unwrapped
+
+
+def test_make_check_env_and_initial_program_routes_without_swaps(env):
+    obs, info = env.reset(seed=0)
+    assert info["valid"], info["error"]
+    rows = info["metrics"]["cases"]
+    assert [r["id"] for r in rows] == SMALL
+    assert [r["reference_cnots"] for r in rows] == [0, 0]  # suite.json
+    # both circuits have a SWAP-free layout on q20 (the reference needs none); SABRE finds it
+    assert [r["added_cnots"] for r in rows] == [0, 0]
+    assert info["score"] == 0.0
+    check_env(gym.make("QubitRouting-v0", cases=SMALL[1:], case_time_limit_s=20.0).unwrapped)
+
+
+def _broken(body: str) -> str:
+    return QubitRoutingTask(cases=1).initial_program() + "\n\n_sabre_route = route\n\n" + body
+
+
+DROPPED = _broken("""
+def route(num_logical, gates, num_physical, edges, seed=0, budget_s=None):
+    out = _sabre_route(num_logical, gates, num_physical, edges, seed, budget_s)
+    last = max(op for op in out["ops"] if isinstance(op, int))
+    out["ops"] = [op for op in out["ops"] if op != last]
+    return out
+""")
+CRASH = _broken("""
+def route(num_logical, gates, num_physical, edges, seed=0, budget_s=None):
+    raise RuntimeError("router exploded")
+""")
+HANG = _broken("""
+def route(num_logical, gates, num_physical, edges, seed=0, budget_s=None):
+    while True:
+        pass
+""")
+ILLEGAL_SWAP = _broken("""
+def route(num_logical, gates, num_physical, edges, seed=0, budget_s=None):
+    out = _sabre_route(num_logical, gates, num_physical, edges, seed, budget_s)
+    edge_set = {tuple(sorted(e)) for e in edges}
+    far = next((0, q) for q in range(1, num_physical) if (0, q) not in edge_set)
+    out["ops"].insert(0, list(far))
+    return out
+""")
+
+
+@pytest.mark.parametrize("source, reason", [
+    (DROPPED, "never executed"), (CRASH, "router exploded"), (ILLEGAL_SWAP, "not a coupling edge"),
+])
+def test_broken_candidates_get_the_failure_reward_naming_the_case(env, source, reason):
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(source)
+    assert not info["valid"] and reward == env.failure_reward
+    assert "case 4gt13_92_q20" in info["error"] and reason in info["error"], info["error"]
+
+
+def test_a_hanging_router_times_out():
+    env = gym.make("QubitRouting-v0", cases=SMALL[1:], case_time_limit_s=3.0).unwrapped
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(HANG)
+    assert reward == env.failure_reward
+    assert "case 4mod5-v1_22_q20" in info["error"] and "time" in info["error"].lower(), info["error"]
+
+
+def test_options_select_cases_and_topologies():
+    assert len(QubitRoutingTask(cases=5).cases) == 5
+    assert {c.topology for c in QubitRoutingTask(topologies="willow").cases} == {"willow"}
+    assert len(QubitRoutingTask().cases) == 72
+    with pytest.raises(ValueError, match="unknown case"):
+        QubitRoutingTask(cases=["nope_q20"])
+    with pytest.raises(ValueError, match="unknown topologies"):
+        QubitRoutingTask(topologies=["sycamore"])
