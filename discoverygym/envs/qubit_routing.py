@@ -22,7 +22,7 @@ Example:
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -41,12 +41,12 @@ DATA_DIR = Path(str(resources.files("discoverygym") / "data" / "qubit_routing"))
 LIGHTSABRE_TES = 8681.4
 
 
-@lru_cache(maxsize=None)
+@cache
 def _circuit(name: str) -> verifier.Circuit:
     return verifier.parse_qasm3((DATA_DIR / "circuits" / f"{name}.qasm").read_text(encoding="utf-8"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _topology(name: str) -> verifier.Topology:
     return verifier.load_topology(DATA_DIR / "topologies" / f"{name}.json")
 
@@ -182,13 +182,13 @@ class QubitRoutingTask(ProgramTask):
             sel = [r for r in rows if r["topology"] == top]
             added = sum(r["weight"] * r["added_cnots"] for r in sel)
             ref = sum(r["weight"] * r["reference_cnots"] for r in sel)
-            out.append((f"{top} ({len(sel)} cases)", f"weighted added CNOTs {added:.1f} vs reference {ref:.1f} "
-                        f"(saved {ref - added:.1f})"))
+            text = f"weighted added CNOTs {added:.1f} vs reference {ref:.1f} (saved {ref - added:.1f})"
+            out.append((f"{top} ({len(sel)} cases)", text))
         return out
 
 
 def make_qubit_routing(cases: Any = None, topologies: Any = None, case_time_limit_s: float = 120.0, *,
-                       memory_mb: int = 2048, use_bwrap: bool | None = None,
+                       n_cases: int | None = None, memory_mb: int = 2048, use_bwrap: bool | None = None,
                        device: str | None = None) -> QubitRoutingTask:
     """Factory of ``QubitRouting-v0``.
 
@@ -196,14 +196,20 @@ def make_qubit_routing(cases: Any = None, topologies: Any = None, case_time_limi
         cases: ``None`` (all 72), a count (the first n suite cases) or case ids (``"4gt13_92_q20"``).
         topologies: ``None`` (all) or names among ``q20``, ``willow``, ``heron_fez``.
         case_time_limit_s: wall-clock limit of one case's sandbox run (start-up included).
+        n_cases: the first n cases (the CLI's ``--n-cases``; same as an int ``cases``).
         memory_mb: address-space limit of a case's run.
         use_bwrap: sandbox's bubblewrap choice (None: when available).
         device: accepted for the CLI's ``--device``; only ``None``/``"cpu"``.
 
     Raises:
-        ValueError: unknown case ids or topologies, an empty selection, bad limits, a non-CPU device.
+        ValueError: unknown case ids or topologies, an empty selection, bad limits, a non-CPU device,
+            both ``cases`` and ``n_cases``.
     """
     if device not in (None, "cpu"):
         raise ValueError(f"QubitRouting-v0 runs on the CPU; got device={device!r}")
+    if n_cases is not None:
+        if cases is not None:
+            raise ValueError("give cases or n_cases, not both")
+        cases = int(n_cases)
     return QubitRoutingTask(cases=cases, topologies=topologies, case_time_limit_s=case_time_limit_s,
                             memory_mb=memory_mb, use_bwrap=use_bwrap)

@@ -14,6 +14,7 @@ int ``i`` (execute two-qubit gate ``gates[i]`` on the physical qubits its logica
 now) or a pair ``[p, q]`` (a SWAP on the coupling edge ``p``-``q``).
 """
 
+import itertools
 import random
 import time
 from collections import deque
@@ -124,7 +125,7 @@ def route_pass(gates, num_logical, adjacency, dist, layout, rng, record=True):
             g = min(front, key=lambda k: dist[l2p[gates[k][0]]][l2p[gates[k][1]]])
             a, b = gates[g]
             path = shortest_path(adjacency, l2p[a], l2p[b])
-            for u, v in zip(path[:-2], path[1:-1]):
+            for u, v in itertools.pairwise(path[:-1]):
                 _swap(l2p, p2l, u, v)
                 swaps += 1
                 if record:

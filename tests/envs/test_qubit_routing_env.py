@@ -20,7 +20,7 @@ def env():
 
 
 def test_make_check_env_and_initial_program_routes_without_swaps(env):
-    obs, info = env.reset(seed=0)
+    _, info = env.reset(seed=0)
     assert info["valid"], info["error"]
     rows = info["metrics"]["cases"]
     assert [r["id"] for r in rows] == SMALL

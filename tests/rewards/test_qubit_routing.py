@@ -29,8 +29,8 @@ def test_parser_reads_every_gate_of_the_file():
         text = (DATA_DIR / "circuits" / f"{name}.qasm").read_text()
         circuit = verifier.parse_qasm3(text)
         assert circuit.num_qubits == 16
-        assert len(verifier.two_qubit_gates(circuit)) == len(re.findall(r"^cx ", text, re.M))
-        assert len(circuit.ops) == len(re.findall(r"^[a-z]+(\(.*\))? q\[", text, re.M))
+        assert len(verifier.two_qubit_gates(circuit)) == len(re.findall(r"^cx ", text, re.MULTILINE))
+        assert len(circuit.ops) == len(re.findall(r"^[a-z]+(\(.*\))? q\[", text, re.MULTILINE))
 
 
 @pytest.mark.parametrize("case", ["alu-v0_27_willow", "4gt13_92_heron_fez"])
