@@ -309,3 +309,9 @@ PROGRAM_TASKS["AHC039-v0"] = TaskSpec("discoverygym.envs.ahc:make_ahc039", "AtCo
 PROGRAM_TASKS["AHC058-v0"] = TaskSpec("discoverygym.envs.ahc:make_ahc058", "AtCoder AHC058 (apple machine hierarchy)")
 PROGRAM_TASKS["ScRNADenoising-v0"] = TaskSpec(
     "discoverygym.envs.denoising:make_denoising", "Single-cell RNA-seq denoising (OpenProblems)")
+for _id, _key, _title in (
+        ("DataConstrained", "data_constrained", "data-constrained"), ("LrBsz", "lr_bsz", "learning rate / batch size"),
+        ("DomainMixture", "domain_mixture", "domain mixture"), ("Rectified", "rectified", "rectified fine-tuning"),
+        ("Vocab", "vocab", "vocabulary size"), ("MoE", "moe", "mixture of experts")):
+    PROGRAM_TASKS[f"ScalingLaw-{_id}-v0"] = TaskSpec(
+        "discoverygym.envs.scaling_laws:make_scaling_law", f"Scaling-law discovery, {_title} (SLDBench)", {"task": _key})
