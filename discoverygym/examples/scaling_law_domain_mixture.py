@@ -28,7 +28,7 @@ def fit(X, y):
     for i in range(Y.shape[1]):
         yi = Y[:, i]
         x0 = np.concatenate([[0.8 * yi.min(), 0.2 * yi.min()], np.zeros(R.shape[1])])
-        res = least_squares(lambda p: _one(R, p) - yi, x0, method="trf", max_nfev=2000,
+        res = least_squares(lambda p, yi=yi: _one(R, p) - yi, x0, method="trf", max_nfev=2000,
                             bounds=([-10, 1e-6] + [-20] * R.shape[1], [10, 20] + [20] * R.shape[1]))
         out.append(res.x)
     return np.concatenate(out)

@@ -76,6 +76,8 @@ def test_every_id_is_registered_and_built_cheaply():
         assert f"at most {TASKS[key].cap} finite floats" in task.prompt()
         assert "Human law" in task.description or "Human baseline" in task.description
         assert "def scaling_law(" in task.initial_program() and "def fit(" in task.initial_program()
+    for key in ("parallel", "u_shape"):  # hub-only: buildable offline, data fetched at the first evaluation
+        assert "def fit(" in make_scaling_law(key).initial_program()
 
 
 def test_shipped_data_are_the_sldbench_files_with_licence():

@@ -65,52 +65,52 @@ ENV_IDS = {
 LAWS: dict[str, tuple[str, str]] = {
     "data_constrained": (
         "Scaling law under data constraints (repeated data)",
-        "Language models of N parameters were trained on D tokens drawn from U unique tokens (data repeated for "
+        ("Language models of N parameters were trained on D tokens drawn from U unique tokens (data repeated for "
         "D/U epochs). Predict the final loss from (D, N, U). Human law (Muennighoff et al. 2023, the "
         "data-constrained Chinchilla law): L = E + A/N'^alpha + B/D'^beta with effective data D' = U + U R_D* "
         "(1 - exp(-(D/U - 1)/R_D*)) and effective parameters N' defined the same way from U_N = min(N, U/20): "
-        "repeated tokens are worth less and decay with a learned constant R_D*."),
+        "repeated tokens are worth less and decay with a learned constant R_D*.")),
     "lr_bsz": (
         "Scaling law of learning rate and batch size",
-        "Dense language models were trained with many learning rates and batch sizes at several data sizes D and "
+        ("Dense language models were trained with many learning rates and batch sizes at several data sizes D and "
         "non-embedding parameter counts N. Predict the smoothed final loss from (lr, bsz, D, N); the test points are "
         "at the largest D and N. Human law (after Step Law, Li et al. 2025): a Chinchilla term E + A/N^alpha + "
         "B/D^beta plus penalties quadratic in log lr and log bsz around optima that are power laws of N (learning "
-        "rate) and D (batch size)."),
+        "rate) and D (batch size).")),
     "domain_mixture": (
         "Data mixing law across five domains",
-        "Models of several sizes were trained on mixtures of five data domains with proportions r_1..r_5 (summing to "
+        ("Models of several sizes were trained on mixtures of five data domains with proportions r_1..r_5 (summing to "
         "1). Predict the loss on each of the five domains from the proportions; one parameter set per model size, "
         "scored on unseen mixtures. Human law (Ye et al. 2024, data mixing laws): L_i(r) = c_i + k_i exp(sum_j t_ij "
-        "r_j) for each domain i."),
+        "r_j) for each domain i.")),
     "rectified": (
         "Rectified scaling law of fine-tuning",
-        "Pre-trained models were fine-tuned on 200 to 819,200 examples of three datasets (flan, gigaword, wikiword). "
+        ("Pre-trained models were fine-tuned on 200 to 819,200 examples of three datasets (flan, gigaword, wikiword). "
         "Predict the fine-tuning loss from the data size; one parameter set per (dataset, model) group, scored at "
         "the largest size. Human law (Lin et al. 2024, rectified scaling law): L(D) = B/(D_l + D^beta) + E, with "
-        "D_l the data the model has effectively pre-learned."),
+        "D_l the data the model has effectively pre-learned.")),
     "vocab": (
         "Scaling law with vocabulary size",
-        "Models with N_nv non-vocabulary parameters and vocabulary size V were trained on H characters. Predict the "
+        ("Models with N_nv non-vocabulary parameters and vocabulary size V were trained on H characters. Predict the "
         "unigram-normalised loss Lossu from (N_nv, V, H); the test points have the largest vocabulary. Human law "
         "(Tao et al. 2024): Lossu = -E + A1/N_nv^a1 + A2/N_v^a2 + B/H^b, with N_v the vocabulary parameters (here V "
-        "stands for them: the data give no embedding width)."),
+        "stands for them: the data give no embedding width).")),
     "moe": (
         "Scaling law of mixture-of-experts models",
-        "Routed (mixture-of-experts) language models with E experts and N dense parameters were trained to the same "
+        ("Routed (mixture-of-experts) language models with E experts and N dense parameters were trained to the same "
         "step. Predict the validation loss from (E, N); the test points have the largest N. Human law (Clark et al. "
         "2022, unified scaling laws for routed language models): log L = a log N + b log E' + c log N log E' + d, "
-        "with a saturating expert count 1/E' = 1/(E - 1 + (1/E_start - 1/E_max)^-1) + 1/E_max."),
+        "with a saturating expert count 1/E' = 1/(E - 1 + (1/E_start - 1/E_max)^-1) + 1/E_max.")),
     "parallel": (
         "Parallel scaling law (hub data)",
-        "Models of N parameters are run with P parallel streams whose outputs are aggregated. Predict the loss from "
+        ("Models of N parameters are run with P parallel streams whose outputs are aggregated. Predict the loss from "
         "(N, P); one parameter set per corpus. Human law (Chen et al. 2025, parallel scaling): L = (A / (N (k log P "
-        "+ 1)))^alpha + E."),
+        "+ 1)))^alpha + E.")),
     "u_shape": (
         "U-shaped scaling on easy questions (hub data)",
-        "The Brier score of models on easy questions first worsens, then improves with compute. Predict it from "
+        ("The Brier score of models on easy questions first worsens, then improves with compute. Predict it from "
         "log10 training FLOPs; one parameter set per group of the hub data. Human baseline: a quadratic in log "
-        "FLOPs."),
+        "FLOPs.")),
 }
 
 _CACHE_SIZE = 64
