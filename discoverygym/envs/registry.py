@@ -311,3 +311,9 @@ PROGRAM_TASKS["ScRNADenoising-v0"] = TaskSpec(
     "discoverygym.envs.denoising:make_denoising", "Single-cell RNA-seq denoising (OpenProblems)")
 PROGRAM_TASKS["QubitRouting-v0"] = TaskSpec(
     "discoverygym.envs.qubit_routing:make_qubit_routing", "Qubit routing: SWAP reduction (TES, 72 cases)")
+for _id, _key, _title in (
+        ("DataConstrained", "data_constrained", "data-constrained"), ("LrBsz", "lr_bsz", "learning rate / batch size"),
+        ("DomainMixture", "domain_mixture", "domain mixture"), ("Rectified", "rectified", "rectified fine-tuning"),
+        ("Vocab", "vocab", "vocabulary size"), ("MoE", "moe", "mixture of experts")):
+    PROGRAM_TASKS[f"ScalingLaw-{_id}-v0"] = TaskSpec(
+        "discoverygym.envs.scaling_laws:make_scaling_law", f"Scaling-law discovery, {_title} (SLDBench)", {"task": _key})
