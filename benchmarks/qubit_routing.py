@@ -11,8 +11,8 @@ the cases whose added CNOTs equal the suite's ``original_cnot_added``.
 
 Usage::
 
-    python -m benchmarks.qubit_routing                    # full suite (several minutes on 2 cores)
-    python -m benchmarks.qubit_routing --cases 4gt13_92_q20,qft_10_willow --reproduce
+    python benchmarks/qubit_routing.py                    # full suite (several minutes on 2 cores)
+    python benchmarks/qubit_routing.py --cases 4gt13_92_q20,qft_10_willow --reproduce
 """
 
 from __future__ import annotations

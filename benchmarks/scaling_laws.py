@@ -6,11 +6,8 @@ against the cap, R² on the points each parameter set was fitted on (fit, train)
 split (parameters from the fit split: the default reward) and on SLDBench's test split
 (parameters from train: SLDBench's number), and the sandbox time.
 
-    python -m benchmarks.scaling_laws
-    python -m benchmarks.scaling_laws --ids ScalingLaw-Vocab-v0 ScalingLaw-MoE-v0
-
-(``-m`` from the repository root: ``python benchmarks/<script>.py`` puts ``benchmarks/`` first on
-``sys.path``, where ``benchmarks/selectors.py`` shadows the standard library's ``selectors``.)
+    python benchmarks/scaling_laws.py
+    python benchmarks/scaling_laws.py --ids ScalingLaw-Vocab-v0 ScalingLaw-MoE-v0
 """
 
 from __future__ import annotations

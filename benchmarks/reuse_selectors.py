@@ -1,7 +1,7 @@
 """Issue 19: RPUCG against its extensions (lookahead, adaptive inspirations, restart bandit,
 adaptive budgets) and the PUCT / greedy baselines, at the same total number of evaluations.
 
-Run: ``python benchmarks/selectors.py`` (default: 800 evaluations per run = C 4 × L 50 × K 4,
+Run: ``python benchmarks/reuse_selectors.py`` (default: 800 evaluations per run = C 4 × L 50 × K 4,
 seeds 0-4, ``CirclePacking-26-v0`` and ``ErdosMinOverlap-v0``, the search command's default
 numeric policy ``mutation``; about 3 minutes on 2 busy cores). Flags: ``--evals N`` (a multiple
 of C·K = 16), ``--seeds 0,1,2,3,4``, ``--envs``, ``--restart-every`` (RPUCG's restart period for
