@@ -98,12 +98,12 @@ def _sync(device: str) -> None:
 
 
 def _parts(value: Any, problem: str, label: str) -> list:
-    """``[(name, tensor), ...]`` of one output (``(output, kv_cache)`` for MLA)."""
+    """``[(name, tensor), ...]`` of one output (``(output, kv_cache)`` for MLA, one tensor otherwise)."""
     names = PARTS[problem]
-    if problem == "mla":
-        if not isinstance(value, (tuple, list)) or len(value) != 2:
+    if len(names) > 1:
+        if not isinstance(value, (tuple, list)) or len(value) != len(names):
             raise _Fail(
-                f"{label}: custom_kernel must return (output, kv_cache), got {type(value).__name__}"
+                f"{label}: custom_kernel must return ({', '.join(names)}), got {type(value).__name__}"
                 + (f" of length {len(value)}" if isinstance(value, (tuple, list)) else "")
             )
         return list(zip(names, value))

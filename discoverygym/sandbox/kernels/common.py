@@ -38,7 +38,7 @@ SKETCHES = 2
 #: Prefix of the verifier's one verdict line (followed by its JSON record).
 VERDICT_PREFIX = "DISCOVERYGYM-VERDICT "
 #: The tensors a problem's ``custom_kernel`` returns, in order.
-PARTS = {"trimul": ("output",), "mla": ("output", "kv_cache")}
+PARTS = {"trimul": ("output",), "mla": ("output", "kv_cache"), "cumsum": ("output",), "matmul": ("output",)}
 
 
 def fresh_seed(case_seed: int, eval_seed: int) -> int:
@@ -69,12 +69,22 @@ def plan(job: dict) -> list[tuple[Any, int, str]]:
 
 
 def problem_functions(name: str) -> tuple[Any, Any, tuple[float, float]]:
-    """``(generate_input, reference, (rtol, atol))`` of ``"trimul"`` or ``"mla"`` (imports torch)."""
-    from discoverygym.rewards.kernels import mla, specs, trimul
+    """``(generate_input, reference, (rtol, atol))`` of a problem in :data:`PARTS` (imports torch).
 
-    if name == "trimul":
-        return trimul.generate_input, trimul.reference, specs.TRIMUL_TOLERANCE
-    return mla.generate_input, mla.reference, specs.MLA_TOLERANCE
+    Raises:
+        ValueError: unknown problem name.
+    """
+    from discoverygym.rewards.kernels import kernelbench, mla, specs, trimul
+
+    table = {
+        "trimul": (trimul.generate_input, trimul.reference, specs.TRIMUL_TOLERANCE),
+        "mla": (mla.generate_input, mla.reference, specs.MLA_TOLERANCE),
+        "cumsum": (kernelbench.cumsum_input, kernelbench.cumsum_reference, specs.KERNELBENCH_TOLERANCE),
+        "matmul": (kernelbench.matmul_input, kernelbench.matmul_reference, specs.KERNELBENCH_TOLERANCE),
+    }
+    if name not in table:
+        raise ValueError(f"unknown kernel problem {name!r}; known: {', '.join(table)}")
+    return table[name]
 
 
 def require_device(device: str) -> None:
