@@ -304,8 +304,8 @@ MATMUL_CPU_TESTS: tuple[MatmulCase, ...] = (
     MatmulCase(1, 1, 1, 904),
 )
 MATMUL_CPU_BENCHMARKS: tuple[MatmulCase, ...] = (
-    MatmulCase(1024, 16, 1024, 910),
-    MatmulCase(768, 32, 512, 911, "normal"),
+    MatmulCase(384, 16, 384, 910),
+    MatmulCase(256, 32, 192, 911, "normal"),
 )
 
 # Published geometric-mean runtimes (μs, lower is better) per GPU. ``None``: no figure published.

@@ -34,6 +34,7 @@ from discoverygym.sandbox.kernels.common import (
     plan,
     problem_functions,
     require_device,
+    single_cpu_thread,
     sketch,
 )
 
@@ -279,6 +280,7 @@ def _run(job: dict, work: Path, chan: Channel) -> dict:
 
     device, stage, problem = job["device"], job["stage"], job["problem"]
     require_device(device)
+    single_cpu_thread(device)
     generate, _, _ = problem_functions(problem)
     info = gpu_info(device)
     timing = job.get("timing", {})

@@ -49,6 +49,7 @@ from discoverygym.sandbox.kernels.common import (
     plan,
     problem_functions,
     require_device,
+    single_cpu_thread,
     sketch,
     sketch_bound,
 )
@@ -293,6 +294,7 @@ def _time_case(chan: Channel, job: dict, case: Any, label: str, fns: tuple, dead
 def _verify(job: dict, out_dir: Path, chan: Channel, deadline: float) -> dict:
     device = job["device"]
     require_device(device)
+    single_cpu_thread(device)
     fns = problem_functions(job["problem"])
     calls = plan(job)
     errs: list[float] = []
