@@ -8,10 +8,10 @@ import gymnasium as gym
 import pytest
 
 import discoverygym  # noqa: F401 - registers the envs
-from discoverygym.envs.registry import ENVS
+from discoverygym.envs.registry import PROGRAM_TASKS
 from discoverygym.rewards.kernels.platforms import PLATFORMS, platform_descriptor
 
-KERNEL_IDS = sorted(e for e in ENVS if e.startswith(("TriMul-", "MLADecode-", "KernelBench-")))
+KERNEL_IDS = sorted(e for e in PROGRAM_TASKS if e.startswith(("TriMul-", "MLADecode-", "KernelBench-")))
 
 
 def section(prompt: str) -> str:

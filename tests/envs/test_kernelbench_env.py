@@ -111,7 +111,8 @@ def _step(env_id: str, source: str, **kw) -> tuple[float, dict]:
 def test_baseline_gets_a_labelled_cpu_proxy_score():
     env_id = "KernelBench-L1-Cumsum-H100-v0"
     source = gym.make(env_id).unwrapped.task.initial_program()
-    reward, info = _step(env_id, source, n_cases=1, case_budget_s=1.0, max_repeats=5)
+    # 20 rounds: the judge's clock check takes a minimum over rounds, robust on a loaded CPU
+    reward, info = _step(env_id, source, n_cases=1, case_budget_s=1.0, max_repeats=20)
     assert info["valid"], info["error"]
     metrics = info["metrics"]
     assert metrics["proxy"] == "cpu" and metrics["proxy_note"] == CPU_PROXY_NOTE
