@@ -17,6 +17,13 @@ Measures, on the GPU present (target H200 for TriMul and MLA-Decode), with the e
    :mod:`discoverygym.sandbox.kernels.verifier`);
 6. if time is left, the MLA-Decode PyTorch baseline (4 test cases, timed prefill 6144).
 
+With ``--kernelbench`` it runs instead the KernelBench level 1 part (``KernelBench-L1-{Cumsum,
+Matmul}-<GPU>-v0``, not yet timed on a GPU by the session that added them): for cumsum (#89) and the
+tall skinny matmul (#9), the PyTorch baseline (the envs' initial program: 5 correctness cases, 4
+timed shapes including KernelBench's (32768, 32768) cumsum and M = 32768, N = 32 matmul), per-shape
+mean ± stderr and the geometric mean (μs, reward = 1 / geometric-mean ms), and a wrong kernel (an
+exclusive scan; the transposed product) rejected on the GPU. About 3 minutes on an H100/H200.
+
 Every stage runs two processes on the GPU: the candidate's, inside its bubblewrap sandbox with the
 GPU device nodes bound in (``/dev/nvidia*``, ``/dev/nvidia-caps/*``, ``/dev/kfd``, ``/dev/dri``:
 the "sandbox" line names the backend, the uid and the nodes; this is the path that can only be
@@ -38,7 +45,7 @@ import sys
 import time
 import warnings
 
-from discoverygym.envs.kernels import _EXAMPLES, make_mla_decode, make_trimul
+from discoverygym.envs.kernels import _EXAMPLES, make_kernelbench, make_mla_decode, make_trimul
 from discoverygym.sandbox.kernels.box import gpu_device_nodes, sandbox_uid
 from discoverygym.sandbox.kernels.launcher import new_workdir, remove_workdir, run_stage
 
@@ -57,11 +64,55 @@ FORGED_TIMING = (
 )
 
 
+#: ``--kernelbench``: per problem, a wrong kernel that the correctness stage must reject on the GPU.
+KERNELBENCH_WRONG = {
+    "cumsum": "import torch\n\ndef custom_kernel(data):\n    return torch.cumsum(data, dim=1) - data\n",
+    "matmul": "import torch\n\ndef custom_kernel(data):\n    a, b = data\n    return (a @ b).t().contiguous()\n",
+}
+
+
+def kernelbench_check(gpu: str, opts: dict, start: float) -> tuple[list[tuple[str, str]], dict, bool]:
+    """The ``--kernelbench`` part: table rows, the JSON report, and whether a wrong kernel passed."""
+    report: dict = {}
+    lines: list[tuple[str, str]] = []
+    bad = False
+    for problem in ("cumsum", "matmul"):
+        task = make_kernelbench(problem, gpu, **opts)
+        print(f"[{time.perf_counter() - start:6.1f} s] {task.title}: baseline correctness + timing", flush=True)
+        try:
+            md = task.evaluate(task.initial_program(), seed=0).metrics
+        except Exception as exc:  # noqa: BLE001 - reported, the other parts still run
+            report[f"{problem}_error"] = f"{type(exc).__name__}: {exc}"
+            lines.append((f"{problem} PyTorch baseline", f"FAILED: {report[f'{problem}_error'][:300]}"))
+            md = None
+        if md:
+            report[problem] = md
+            summary = (f"{md['geomean_us']:.1f} μs geomean (reward {1000.0 / md['geomean_us']:.4f}), "
+                       f"correct on {md['n_correctness_cases']} checks, GPU {md['gpu_name']}")
+            lines.append((f"{problem} PyTorch baseline", summary))
+            for k, name in enumerate(md["case_names"]):
+                row = (f"{md['case_means_us'][k]:10.1f} ± {md['case_stderr_us'][k]:6.1f} "
+                       f"({md['case_repeats'][k]:3d}) judge {md['case_judge_us'][k]:10.1f}")
+                lines.append((f"  {name}", row))
+        print(f"[{time.perf_counter() - start:6.1f} s] {task.title}: wrong kernel", flush=True)
+        try:
+            task.check(KERNELBENCH_WRONG[problem])
+            verdict, wrong_passed = "PASSED THE CHECK (bug)", True
+        except Exception as exc:  # noqa: BLE001 - InvalidSolution expected
+            verdict, wrong_passed = f"rejected: {str(exc)[:100]}", False
+        bad = bad or wrong_passed
+        report[f"{problem}_wrong"] = verdict
+        lines.append((f"{problem} wrong kernel", verdict))
+    return lines, report, bad
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case-budget-s", type=float, default=3.0, help="timing budget per timed case")
     parser.add_argument("--deadline-s", type=float, default=330.0, help="skip optional parts after this")
     parser.add_argument("--gpu", default="H200", help="target GPU of the envs")
+    parser.add_argument("--kernelbench", action="store_true",
+                        help="run the KernelBench level 1 part (cumsum, matmul) instead of TriMul/MLA-Decode")
     args = parser.parse_args()
     start = time.perf_counter()
     import torch
@@ -77,6 +128,17 @@ def main() -> int:
         "check_timeout_s": 240,
         "time_timeout_s": 240,
     }
+    if args.kernelbench:
+        lines, report, bad = kernelbench_check(args.gpu, opts, start)
+        report.update(torch_version=torch.__version__, triton_version=triton.__version__,
+                      gpu_name=torch.cuda.get_device_name(0), target=args.gpu)
+        lines.append(("wall time", f"{time.perf_counter() - start:.0f} s"))
+        width = max(len(k) for k, _ in lines)
+        print("\n" + "\n".join(f"{k:<{width}}  {v}" for k, v in lines))
+        if os.environ.get("OUT"):
+            with open(os.path.join(os.environ["OUT"], "gpu_kernels_check_kernelbench.json"), "w") as fh:
+                json.dump(report, fh, indent=1, default=str)
+        return 1 if bad else 0
     task = make_trimul(args.gpu, **opts)
     baseline = task.initial_program()
     fused = (_EXAMPLES / "trimul_triton.py").read_text()

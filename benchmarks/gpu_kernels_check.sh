@@ -3,8 +3,10 @@
 # on the 7 timed TriMul cases, CV of 3 measurements, the fused Triton kernel's correctness and μs,
 # a patched wrong kernel rejected by the out-of-process verifier, the MLA-Decode baseline, and the GPU
 # name. Prints a table (see benchmarks/gpu_kernels_check.py).
+# With --kernelbench (about 3 minutes): the KernelBench level 1 cumsum and tall skinny matmul
+# baselines (correctness + timing of 4 shapes each) and a wrong kernel of each rejected on the GPU.
 #
-# Run from anywhere on the GPU machine: bash benchmarks/gpu_kernels_check.sh
+# Run from anywhere on the GPU machine: bash benchmarks/gpu_kernels_check.sh [--kernelbench]
 # The machine's python3 must have torch (CUDA/ROCm) and triton. gymnasium is installed from wheels in
 # build/wheels when missing (make them here with
 #   .venv/bin/pip download --no-deps -d build/wheels gymnasium==1.4.0 farama-notifications==0.0.6
@@ -28,4 +30,5 @@ if ! command -v bwrap >/dev/null 2>&1; then
 fi
 export PYTHONUNBUFFERED=1
 "$PY" -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'cuda', torch.cuda.is_available())"
-exec timeout 355 "$PY" benchmarks/gpu_kernels_check.py "$@"
+# as a module: run as a script, benchmarks/selectors.py would shadow the standard library's selectors
+exec timeout 355 "$PY" -m benchmarks.gpu_kernels_check "$@"

@@ -1,7 +1,9 @@
-"""GPU-kernel environments: TriMul (GPU MODE BioML) and MLA-Decode (GPU MODE AMD), program actions.
+"""GPU-kernel environments: TriMul (GPU MODE BioML), MLA-Decode (GPU MODE AMD) and two KernelBench
+level 1 problems (cumsum, tall skinny matmul), program actions.
 
 Env ids (registered in :mod:`discoverygym.envs.registry`, ``nondeterministic=True``):
-``TriMul-{H100,A100,H200,B200,MI300X}-v0`` and ``MLADecode-{H200,MI300X}-v0``. The GPU in the id
+``TriMul-{H100,A100,H200,B200,MI300X}-v0``, ``MLADecode-{H200,MI300X}-v0`` and
+``KernelBench-L1-{Cumsum,Matmul}-{H100,H200}-v0``. The GPU in the id
 is the *target*: the GPU whose published record is shown and compared against. Timing happens on
 whatever GPU is present; when it differs from the target, ``metrics["target_mismatch"]`` holds a
 warning (TTT-Discover trained on H100 timings and reported the other GPUs separately).
@@ -30,7 +32,8 @@ unless ``allow_unconfined=True``.
 :class:`~discoverygym.errors.BackendUnavailable` (CLI exit 3) before any case runs.
 
 Score = geometric mean over the timed cases of the mean runtime (μs, lower is better); reward =
-3000 / score (TTT-Discover); failure reward 0.
+3000 / score (TTT-Discover) for TriMul and MLA-Decode, 1000 / score = 1 / (geometric-mean ms) for
+KernelBench; failure reward 0.
 
 **CPU behaviour.** ``make``, ``reset`` (the initial program is not scored: ``evaluate_initial``
 is False), prompts and rendering never need a GPU. Without a GPU the correctness stage runs the
@@ -70,7 +73,19 @@ from discoverygym.rewards.kernels.platforms import PLATFORMS, platform_descripto
 from discoverygym.rewards.kernels.static_checks import check_program
 from discoverygym.types import State
 
-__all__ = ["CPU_PROXY_NOTE", "GPU_NAME_KEYS", "KernelTask", "MLADecodeTask", "TriMulTask", "make_mla_decode", "make_trimul"]
+__all__ = [
+    "CPU_PROXY_NOTE",
+    "GPU_NAME_KEYS",
+    "CumsumTask",
+    "KernelBenchTask",
+    "KernelTask",
+    "MLADecodeTask",
+    "MatmulTask",
+    "TriMulTask",
+    "make_kernelbench",
+    "make_mla_decode",
+    "make_trimul",
+]
 
 _EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 #: substring of ``torch.cuda.get_device_name()`` identifying each target GPU.
@@ -122,6 +137,11 @@ class KernelTask(ProgramTask):
     records: ClassVar[dict[str, dict]]
     example_file: ClassVar[str]
     tolerance: ClassVar[tuple[float, float]]
+    #: correctness and timed cases at full size (GPU) and at CPU scale (:mod:`~discoverygym.rewards.kernels.specs`).
+    tests: ClassVar[tuple]
+    benchmarks: ClassVar[tuple]
+    cpu_tests: ClassVar[tuple]
+    cpu_benchmarks: ClassVar[tuple]
 
     def __init__(
         self,
@@ -191,7 +211,9 @@ class KernelTask(ProgramTask):
         return self._cases(device or self.device, timed=True)
 
     def _cases(self, device: str, timed: bool) -> tuple:
-        raise NotImplementedError
+        if device == "cpu":
+            return self.cpu_benchmarks if timed else self.cpu_tests
+        return self.benchmarks if timed else self.tests
 
     # ------------------------------------------------------------------ records
     @property
@@ -428,7 +450,7 @@ Timing: after warm-up, up to 100 timed calls per case, each on fresh inputs draw
 CUDA events around the call, the L2 cache flushed before it; stopping when the standard error is
 below 0.1% of the mean. The judge checks the outputs of randomly chosen timed calls and keeps its
 own clock, so results must never be cached or deferred across calls.
-Score: geometric mean over the timed cases of the mean runtime in microseconds; reward = 3000 / score;
+Score: geometric mean over the timed cases of the mean runtime in microseconds; reward = {scale:g} / score;
 any failure gives reward 0.
 
 Not allowed (checked before running): importing other modules (os, sys, time, subprocess, ...);
@@ -473,16 +495,16 @@ sigmoid(xn @ Wout_gateᵀ); return t @ to_outᵀ, shape (B, N, N, C) float32. No
 maps. Sizes: N from 32 to 1024, B 1 or 2, C 128, 256, 384 or 768; x is normal or heavy-tailed
 (Cauchy, scale 2); masks are all ones or random 0/1."""
 
-    def _cases(self, device: str, timed: bool) -> tuple:
-        if device == "cpu":
-            return specs.TRIMUL_CPU_BENCHMARKS if timed else specs.TRIMUL_CPU_TESTS
-        return specs.TRIMUL_BENCHMARKS if timed else specs.TRIMUL_TESTS
+    tests: ClassVar[tuple] = specs.TRIMUL_TESTS
+    benchmarks: ClassVar[tuple] = specs.TRIMUL_BENCHMARKS
+    cpu_tests: ClassVar[tuple] = specs.TRIMUL_CPU_TESTS
+    cpu_benchmarks: ClassVar[tuple] = specs.TRIMUL_CPU_BENCHMARKS
 
     @property
     def contract(self) -> str:  # type: ignore[override]
         """What the program must define and the rules it runs under."""
         rtol, atol = self.tolerance
-        return _COMMON_CONTRACT.format(rtol=rtol, atol=atol) + (
+        return _COMMON_CONTRACT.format(rtol=rtol, atol=atol, scale=self.reward_scale) + (
             "\nTimed cases (N, B, C, mask): (256,2,128,none) (768,1,128,none,cauchy) (256,2,384,random) "
             "(512,1,128,none) (1024,1,128,none,cauchy) (768,1,384,random) (1024,1,384,none).\n"
         )
@@ -525,16 +547,16 @@ values) and the last rope columns are a rope key shared by all heads. RoPE, rota
 scores = (q_nope·k_nope + q_rope·k_rope) / sqrt(nope + rope), softmax over the L+1 keys, weighted
 sum of values, concatenate heads, multiply by wo_weightᵀ. Return (out (B, 1, dim) bf16, kv_cache)."""
 
-    def _cases(self, device: str, timed: bool) -> tuple:
-        if device == "cpu":
-            return specs.MLA_CPU_BENCHMARKS if timed else specs.MLA_CPU_TESTS
-        return specs.MLA_BENCHMARKS if timed else specs.MLA_TESTS
+    tests: ClassVar[tuple] = specs.MLA_TESTS
+    benchmarks: ClassVar[tuple] = specs.MLA_BENCHMARKS
+    cpu_tests: ClassVar[tuple] = specs.MLA_CPU_TESTS
+    cpu_benchmarks: ClassVar[tuple] = specs.MLA_CPU_BENCHMARKS
 
     @property
     def contract(self) -> str:  # type: ignore[override]
         """What the program must define and the rules it runs under."""
         rtol, atol = self.tolerance
-        return _COMMON_CONTRACT.format(rtol=rtol, atol=atol) + (
+        return _COMMON_CONTRACT.format(rtol=rtol, atol=atol, scale=self.reward_scale) + (
             "\nTest cases: prefill 128, 512, 1024, 2048 (batch 128); timed case: prefill 6144.\n"
         )
 
@@ -547,3 +569,105 @@ def make_trimul(gpu: str = "H100", **options: Any) -> TriMulTask:
 def make_mla_decode(gpu: str = "H200", **options: Any) -> MLADecodeTask:
     """Factory of ``MLADecode-<GPU>-v0`` (cheap: no torch import). See :class:`KernelTask`."""
     return MLADecodeTask(gpu=gpu, **options)
+
+
+class KernelBenchTask(KernelTask):
+    """A KernelBench level 1 problem (Ouyang et al., arXiv 2502.10517) on a target GPU.
+
+    What differs from the GPU MODE tasks is data on the subclass (problem, cases, example, text):
+    tolerance atol = rtol = 1e-2 (KernelBench v0/v0.1 float32), reward = 1000 / geometric-mean μs
+    = 1 / geometric-mean ms, and no published runtime record (KernelBench reports speed-ups over
+    the PyTorch reference; the reference program is the initial program). Calling the PyTorch op
+    itself (``torch.cumsum``, ``torch.matmul``, ``@``) is allowed, as in KernelBench and as for
+    TriMul's matmuls: it is the baseline, so it earns the baseline's score; importing the
+    harness's reference (``discoverygym``) is refused by the static checks.
+    """
+
+    reward_scale: ClassVar[float] = 1000.0
+    quantity: ClassVar[str] = "geometric-mean runtime over 4 timed shapes (μs; reward = 1 / geometric-mean ms)"
+    records: ClassVar[dict] = specs.KERNELBENCH_RECORDS
+    tolerance: ClassVar[tuple] = specs.KERNELBENCH_TOLERANCE
+    #: one line for the contract: what ``data`` is and what to return.
+    signature: ClassVar[str]
+
+    @property
+    def contract(self) -> str:  # type: ignore[override]
+        """What the program must define, the rules it runs under and the timed shapes."""
+        rtol, atol = self.tolerance
+        shapes = " ".join(f"({c.name.rsplit(' s', 1)[0]})" for c in self.benchmarks)
+        return (
+            _COMMON_CONTRACT.format(rtol=rtol, atol=atol, scale=self.reward_scale)
+            + f"\n{self.signature}\nTimed shapes: {shapes}.\n"
+        )
+
+
+class CumsumTask(KernelBenchTask):
+    """KernelBench level 1 problem 89: inclusive prefix sum along dim 1 (SimpleTES task 89).
+
+    ``data = x`` (rows, length) float32, output the same shape; see
+    :mod:`discoverygym.rewards.kernels.kernelbench`. 5 correctness and 4 timed shapes
+    (:data:`~discoverygym.rewards.kernels.specs.CUMSUM_BENCHMARKS`); on CPU 5 + 2 small ones.
+    """
+
+    name: ClassVar[str] = "kernelbench_cumsum"
+    title: ClassVar[str] = "KernelBench level 1 #89: cumsum GPU kernel"
+    problem_key: ClassVar[str] = "cumsum"
+    example_file: ClassVar[str] = "kernelbench_cumsum.py"
+    tests: ClassVar[tuple] = specs.CUMSUM_TESTS
+    benchmarks: ClassVar[tuple] = specs.CUMSUM_BENCHMARKS
+    cpu_tests: ClassVar[tuple] = specs.CUMSUM_CPU_TESTS
+    cpu_benchmarks: ClassVar[tuple] = specs.CUMSUM_CPU_BENCHMARKS
+    signature: ClassVar[str] = (
+        "data = x, a (rows, length) float32 tensor; return torch.cumsum(x, dim=1) (same shape, float32)."
+    )
+    description: ClassVar[str] = """Compute the inclusive prefix sum (scan) of every row of a float32 matrix as fast as possible on
+the target GPU: out[i, j] = x[i, 0] + x[i, 1] + ... + x[i, j], i.e. torch.cumsum(x, dim=1).
+KernelBench level 1 problem 89 uses x of shape (32768, 32768) (its first release: (128, 4000))
+with entries uniform in [0, 1); the other shapes have many short rows, odd lengths (1, 1023,
+65537) and normal entries. The baseline is the PyTorch reference torch.cumsum."""
+
+
+class MatmulTask(KernelBenchTask):
+    """KernelBench level 1 problem 9: tall skinny matrix multiplication (SimpleTES task 9).
+
+    ``data = (A, B)``, A (m, k), B (k, n) float32, output A @ B (m, n); see
+    :mod:`discoverygym.rewards.kernels.kernelbench`. 5 correctness and 4 timed shapes
+    (:data:`~discoverygym.rewards.kernels.specs.MATMUL_BENCHMARKS`); on CPU 5 + 2 small ones.
+    """
+
+    name: ClassVar[str] = "kernelbench_matmul"
+    title: ClassVar[str] = "KernelBench level 1 #9: tall skinny matmul GPU kernel"
+    problem_key: ClassVar[str] = "matmul"
+    example_file: ClassVar[str] = "kernelbench_matmul.py"
+    tests: ClassVar[tuple] = specs.MATMUL_TESTS
+    benchmarks: ClassVar[tuple] = specs.MATMUL_BENCHMARKS
+    cpu_tests: ClassVar[tuple] = specs.MATMUL_CPU_TESTS
+    cpu_benchmarks: ClassVar[tuple] = specs.MATMUL_CPU_BENCHMARKS
+    signature: ClassVar[str] = (
+        "data = (A, B), A (m, k) and B (k, n) float32 tensors; return A @ B, (m, n) float32."
+    )
+    description: ClassVar[str] = """Multiply a tall skinny float32 matrix A (m, k) by a short wide one B (k, n), k much smaller than m
+and n, as fast as possible on the target GPU: return A @ B of shape (m, n), float32. KernelBench
+level 1 problem 9 uses m = n = 32768, k = 32 (its first release: 16384 and 16) with entries
+uniform in [0, 1); the other shapes use k = 64 or 24, non-square outputs, odd sizes, normal
+entries, and one case with small m, n and a long k = 4096. Lower-precision arithmetic (TF32, bf16)
+is allowed only within the tolerance. The baseline is the PyTorch reference torch.matmul."""
+
+
+_KERNELBENCH = {"cumsum": CumsumTask, "matmul": MatmulTask}
+
+
+def make_kernelbench(problem: str = "cumsum", gpu: str = "H100", **options: Any) -> KernelBenchTask:
+    """Factory of ``KernelBench-L1-{Cumsum,Matmul}-<GPU>-v0`` (cheap: no torch import).
+
+    Args:
+        problem: ``"cumsum"`` (level 1 #89) or ``"matmul"`` (level 1 #9).
+        gpu: target GPU (``"H100"`` or ``"H200"``).
+        options: see :class:`KernelTask`.
+
+    Raises:
+        ValueError: unknown problem, or an option :class:`KernelTask` refuses.
+    """
+    if problem not in _KERNELBENCH:
+        raise ValueError(f"unknown KernelBench problem {problem!r}; known: {', '.join(_KERNELBENCH)}")
+    return _KERNELBENCH[problem](gpu=gpu, **options)

@@ -305,6 +305,11 @@ for _gpu in ("H200", "MI300X"):
     PROGRAM_TASKS[f"MLADecode-{_gpu}-v0"] = TaskSpec(
         "discoverygym.envs.kernels:make_mla_decode", f"MLA decode kernel ({_gpu})", {"gpu": _gpu},
         nondeterministic=True)
+for _problem, _label in (("cumsum", "Cumsum"), ("matmul", "Matmul")):
+    for _gpu in ("H100", "H200"):
+        PROGRAM_TASKS[f"KernelBench-L1-{_label}-{_gpu}-v0"] = TaskSpec(
+            "discoverygym.envs.kernels:make_kernelbench", f"KernelBench level 1 {_label.lower()} kernel ({_gpu})",
+            {"problem": _problem, "gpu": _gpu}, nondeterministic=True)
 PROGRAM_TASKS["AHC039-v0"] = TaskSpec("discoverygym.envs.ahc:make_ahc039", "AtCoder AHC039 (net enclosing mackerels)")
 PROGRAM_TASKS["AHC058-v0"] = TaskSpec("discoverygym.envs.ahc:make_ahc058", "AtCoder AHC058 (apple machine hierarchy)")
 PROGRAM_TASKS["ScRNADenoising-v0"] = TaskSpec(

@@ -136,6 +136,7 @@ def test_each_family_applies_to_its_kind_of_env():
     assert families(make_env("CirclePacking-26-v0")) == {"construction"}
     assert families(make_env("CirclePacking-26-v0", action_mode="code")) == {"python"}
     assert families(make_env("TriMul-H100-v0", device="cpu")) == {"kernel"}
+    assert families(make_env("KernelBench-L1-Matmul-H100-v0", device="cpu")) == {"kernel"}
     assert families(make_env("AHC039-v0")) == {"cpp"}
     assert all(x.__doc__ or x.description for x in library())
     assert len({x.name for x in library()}) == len(library())

@@ -8,10 +8,10 @@ import gymnasium as gym
 import pytest
 
 import discoverygym  # noqa: F401 - registers the envs
-from discoverygym.envs.registry import ENVS
+from discoverygym.envs.registry import PROGRAM_TASKS
 from discoverygym.rewards.kernels.platforms import PLATFORMS, platform_descriptor
 
-KERNEL_IDS = sorted(e for e in ENVS if e.startswith(("TriMul-", "MLADecode-")))
+KERNEL_IDS = sorted(e for e in PROGRAM_TASKS if e.startswith(("TriMul-", "MLADecode-", "KernelBench-")))
 
 
 def section(prompt: str) -> str:
@@ -46,7 +46,7 @@ def test_one_template_serves_every_target():
 
 @pytest.mark.parametrize("env_id", KERNEL_IDS)
 def test_every_kernel_env_has_a_descriptor_in_its_observation(env_id):
-    gpu = env_id.split("-")[1]
+    gpu = env_id.split("-")[-2]
     assert gpu in PLATFORMS
     obs, _ = gym.make(env_id).reset(seed=0)
     assert platform_descriptor(gpu) in obs["prompt"]

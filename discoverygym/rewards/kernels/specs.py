@@ -3,7 +3,9 @@
 Sources: GPU MODE ``reference-kernels`` task definitions (``problems/bioml/trimul``, leaderboard
 496, and ``problems/amd/mla-decode``, problem 463) as summarised in the project's problem notes;
 records from TTT-Discover (arXiv 2601.16175, Table "kernel engineering") and SimpleTES (arXiv
-2604.19341).
+2604.19341). KernelBench level 1 (Ouyang et al., arXiv 2502.10517; ScalingIntelligence/KernelBench
+``KernelBench/level1/89_cumsum.py`` and ``9_Tall_skinny_matrix_multiplication_.py``, TES tasks 89
+and 9): the problems' shapes, in their first (v0) and current sizes, plus our variants.
 
 Full-size cases are what the GPU MODE harness runs. ``device="cpu"`` uses the ``*_CPU_*`` lists:
 the same structure at shapes small enough for PyTorch on a CPU and for Triton's interpreter
@@ -16,6 +18,16 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 __all__ = [
+    "CUMSUM_BENCHMARKS",
+    "CUMSUM_CPU_BENCHMARKS",
+    "CUMSUM_CPU_TESTS",
+    "CUMSUM_TESTS",
+    "KERNELBENCH_RECORDS",
+    "KERNELBENCH_TOLERANCE",
+    "MATMUL_BENCHMARKS",
+    "MATMUL_CPU_BENCHMARKS",
+    "MATMUL_CPU_TESTS",
+    "MATMUL_TESTS",
     "MLA_BENCHMARKS",
     "MLA_CPU_BENCHMARKS",
     "MLA_CPU_TESTS",
@@ -28,7 +40,9 @@ __all__ = [
     "TRIMUL_RECORDS",
     "TRIMUL_TESTS",
     "TRIMUL_TOLERANCE",
+    "CumsumCase",
     "MLACase",
+    "MatmulCase",
     "TriMulCase",
     "case_from_dict",
 ]
@@ -36,6 +50,9 @@ __all__ = [
 #: elementwise tolerance (rtol, atol): |out - ref| <= atol + rtol * |ref| (GPU MODE task files).
 TRIMUL_TOLERANCE = (2e-2, 2e-2)
 MLA_TOLERANCE = (2e-2, 8e-3)
+#: KernelBench v0/v0.1 float32 rule: ``torch.allclose(out, ref, atol=1e-2, rtol=1e-2)``
+#: (``src/kernelbench/eval.py``; the same |out − ref| ≤ atol + rtol·|ref| test).
+KERNELBENCH_TOLERANCE = (1e-2, 1e-2)
 
 
 @dataclass(frozen=True)
@@ -97,13 +114,62 @@ class MLACase:
         return asdict(self)
 
 
-def case_from_dict(d: dict) -> TriMulCase | MLACase:
+@dataclass(frozen=True)
+class CumsumCase:
+    """One KernelBench cumsum input: x of shape (rows, length) float32, scanned along dim 1.
+
+    ``distribution``: ``"uniform"`` (U[0, 1), KernelBench's current ``torch.rand``) or ``"normal"``
+    (N(0, 1), its first release's ``torch.randn``).
+    """
+
+    rows: int
+    length: int
+    seed: int
+    distribution: str = "uniform"
+    kind: str = "cumsum"
+
+    @property
+    def name(self) -> str:
+        """Short label, e.g. ``"x128x4000 uniform s89"``."""
+        return f"x{self.rows}x{self.length} {self.distribution} s{self.seed}"
+
+    def to_dict(self) -> dict:
+        """JSON-serialisable fields."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class MatmulCase:
+    """One KernelBench matmul input: A (m, k) and B (k, n) float32; the output is A @ B, (m, n).
+
+    KernelBench problem 9 is tall and skinny: k ≪ m = n (an outer-product-like matmul).
+    ``distribution`` as in :class:`CumsumCase`.
+    """
+
+    m: int
+    k: int
+    n: int
+    seed: int
+    distribution: str = "uniform"
+    kind: str = "matmul"
+
+    @property
+    def name(self) -> str:
+        """Short label, e.g. ``"m16384 k16 n16384 normal s9"``."""
+        return f"m{self.m} k{self.k} n{self.n} {self.distribution} s{self.seed}"
+
+    def to_dict(self) -> dict:
+        """JSON-serialisable fields."""
+        return asdict(self)
+
+
+def case_from_dict(d: dict) -> TriMulCase | MLACase | CumsumCase | MatmulCase:
     """Rebuild a case from :meth:`to_dict` output.
 
     Raises:
         ValueError: unknown ``kind``.
     """
-    kinds = {"trimul": TriMulCase, "mla": MLACase}
+    kinds = {"trimul": TriMulCase, "mla": MLACase, "cumsum": CumsumCase, "matmul": MatmulCase}
     if d.get("kind") not in kinds:
         raise ValueError(f"unknown case kind {d.get('kind')!r}")
     return kinds[d["kind"]](**d)
@@ -187,6 +253,61 @@ MLA_CPU_TESTS: tuple[MLACase, ...] = (
 )
 MLA_CPU_BENCHMARKS: tuple[MLACase, ...] = (MLACase(3, 64, 5291, **_MLA_SMALL),)
 
+# KernelBench level 1 problem 89 (cumsum, dim=1): batch 128 x (4000,) in the first release,
+# 32768 x (32768,) now; our variants: many short rows, a normal-distributed mid size. Correctness
+# cases add odd lengths (1, 1023, 65537) that break power-of-two tiling assumptions.
+CUMSUM_TESTS: tuple[CumsumCase, ...] = (
+    CumsumCase(128, 4000, 89),
+    CumsumCase(128, 4000, 8901, "normal"),
+    CumsumCase(1, 1, 8902),
+    CumsumCase(3, 65537, 8903),
+    CumsumCase(1000, 1023, 8904, "normal"),
+)
+CUMSUM_BENCHMARKS: tuple[CumsumCase, ...] = (
+    CumsumCase(32768, 32768, 89),  # KernelBench (current)
+    CumsumCase(128, 4000, 8910),  # KernelBench (first release)
+    CumsumCase(16384, 1000, 8911),
+    CumsumCase(4096, 16384, 8912, "normal"),
+)
+CUMSUM_CPU_TESTS: tuple[CumsumCase, ...] = (
+    CumsumCase(4, 100, 89),
+    CumsumCase(4, 100, 8901, "normal"),  # same shape, other inputs: a shape-keyed cache fails
+    CumsumCase(1, 1, 8902),
+    CumsumCase(2, 4097, 8903),
+    CumsumCase(5, 33, 8904, "normal"),
+)
+CUMSUM_CPU_BENCHMARKS: tuple[CumsumCase, ...] = (
+    CumsumCase(64, 2000, 8910),
+    CumsumCase(16, 8192, 8911, "normal"),
+)
+# KernelBench level 1 problem 9 (tall skinny matmul, C = A @ B with A (M, N), B (N, M)): M = 16384,
+# N = 16 in the first release (randn), M = 32768, N = 32 now (rand). Variants: k = 64, and an odd,
+# non-square output. Correctness cases add odd sizes and the other orientation (small m, n, long k).
+MATMUL_TESTS: tuple[MatmulCase, ...] = (
+    MatmulCase(1000, 16, 1000, 9),
+    MatmulCase(333, 7, 555, 901, "normal"),
+    MatmulCase(64, 4096, 64, 902),
+    MatmulCase(1, 1, 1, 903),
+    MatmulCase(4096, 32, 2048, 904, "normal"),
+)
+MATMUL_BENCHMARKS: tuple[MatmulCase, ...] = (
+    MatmulCase(32768, 32, 32768, 9),  # KernelBench (current)
+    MatmulCase(16384, 16, 16384, 910, "normal"),  # KernelBench (first release)
+    MatmulCase(8192, 64, 8192, 911),
+    MatmulCase(12000, 24, 20000, 912),
+)
+MATMUL_CPU_TESTS: tuple[MatmulCase, ...] = (
+    MatmulCase(256, 16, 256, 9),
+    MatmulCase(256, 16, 256, 901, "normal"),  # same shape, other inputs
+    MatmulCase(100, 7, 130, 902, "normal"),
+    MatmulCase(16, 512, 24, 903),
+    MatmulCase(1, 1, 1, 904),
+)
+MATMUL_CPU_BENCHMARKS: tuple[MatmulCase, ...] = (
+    MatmulCase(384, 16, 384, 910),
+    MatmulCase(256, 32, 192, 911, "normal"),
+)
+
 # Published geometric-mean runtimes (μs, lower is better) per GPU. ``None``: no figure published.
 TRIMUL_RECORDS: dict[str, dict] = {
     "A100": {"best_human_us": 4531.5, "ttt_us": 2198.2, "tes_us": None},
@@ -194,6 +315,11 @@ TRIMUL_RECORDS: dict[str, dict] = {
     "H200": {"best_human_us": None, "ttt_us": None, "tes_us": 1020.0},
     "B200": {"best_human_us": 1027.6, "ttt_us": 910.8, "tes_us": None},
     "MI300X": {"best_human_us": 2515.8, "ttt_us": 1555.7, "tes_us": None},
+}
+#: KernelBench reports speed-ups over the PyTorch reference, not runtimes of these shapes: no
+#: record in μs is published for our timed cases (the baseline is the PyTorch program itself).
+KERNELBENCH_RECORDS: dict[str, dict] = {
+    gpu: {"best_human_us": None, "ttt_us": None, "tes_us": None} for gpu in ("H100", "H200")
 }
 MLA_RECORDS: dict[str, dict] = {
     "MI300X": {"best_human_us": 1653.8, "ttt_us": 1669.1, "tes_us": None},

@@ -34,6 +34,7 @@ from discoverygym.sandbox.kernels.common import (
     plan,
     problem_functions,
     require_device,
+    single_cpu_thread,
     sketch,
 )
 
@@ -98,12 +99,12 @@ def _sync(device: str) -> None:
 
 
 def _parts(value: Any, problem: str, label: str) -> list:
-    """``[(name, tensor), ...]`` of one output (``(output, kv_cache)`` for MLA)."""
+    """``[(name, tensor), ...]`` of one output (``(output, kv_cache)`` for MLA, one tensor otherwise)."""
     names = PARTS[problem]
-    if problem == "mla":
-        if not isinstance(value, (tuple, list)) or len(value) != 2:
+    if len(names) > 1:
+        if not isinstance(value, (tuple, list)) or len(value) != len(names):
             raise _Fail(
-                f"{label}: custom_kernel must return (output, kv_cache), got {type(value).__name__}"
+                f"{label}: custom_kernel must return ({', '.join(names)}), got {type(value).__name__}"
                 + (f" of length {len(value)}" if isinstance(value, (tuple, list)) else "")
             )
         return list(zip(names, value))
@@ -279,6 +280,7 @@ def _run(job: dict, work: Path, chan: Channel) -> dict:
 
     device, stage, problem = job["device"], job["stage"], job["problem"]
     require_device(device)
+    single_cpu_thread(device)
     generate, _, _ = problem_functions(problem)
     info = gpu_info(device)
     timing = job.get("timing", {})

@@ -26,6 +26,7 @@ __all__ = [
     "plan",
     "problem_functions",
     "require_device",
+    "single_cpu_thread",
     "sketch",
     "sketch_bound",
 ]
@@ -38,7 +39,7 @@ SKETCHES = 2
 #: Prefix of the verifier's one verdict line (followed by its JSON record).
 VERDICT_PREFIX = "DISCOVERYGYM-VERDICT "
 #: The tensors a problem's ``custom_kernel`` returns, in order.
-PARTS = {"trimul": ("output",), "mla": ("output", "kv_cache")}
+PARTS = {"trimul": ("output",), "mla": ("output", "kv_cache"), "cumsum": ("output",), "matmul": ("output",)}
 
 
 def fresh_seed(case_seed: int, eval_seed: int) -> int:
@@ -69,12 +70,22 @@ def plan(job: dict) -> list[tuple[Any, int, str]]:
 
 
 def problem_functions(name: str) -> tuple[Any, Any, tuple[float, float]]:
-    """``(generate_input, reference, (rtol, atol))`` of ``"trimul"`` or ``"mla"`` (imports torch)."""
-    from discoverygym.rewards.kernels import mla, specs, trimul
+    """``(generate_input, reference, (rtol, atol))`` of a problem in :data:`PARTS` (imports torch).
 
-    if name == "trimul":
-        return trimul.generate_input, trimul.reference, specs.TRIMUL_TOLERANCE
-    return mla.generate_input, mla.reference, specs.MLA_TOLERANCE
+    Raises:
+        ValueError: unknown problem name.
+    """
+    from discoverygym.rewards.kernels import kernelbench, mla, specs, trimul
+
+    table = {
+        "trimul": (trimul.generate_input, trimul.reference, specs.TRIMUL_TOLERANCE),
+        "mla": (mla.generate_input, mla.reference, specs.MLA_TOLERANCE),
+        "cumsum": (kernelbench.cumsum_input, kernelbench.cumsum_reference, specs.KERNELBENCH_TOLERANCE),
+        "matmul": (kernelbench.matmul_input, kernelbench.matmul_reference, specs.KERNELBENCH_TOLERANCE),
+    }
+    if name not in table:
+        raise ValueError(f"unknown kernel problem {name!r}; known: {', '.join(table)}")
+    return table[name]
 
 
 def require_device(device: str) -> None:
@@ -90,6 +101,20 @@ def require_device(device: str) -> None:
             f"{torch.__version__}, {build}); use device='cpu' (--device cpu) for the CPU-scale "
             "correctness checks, or run on a machine with an NVIDIA CUDA or AMD ROCm GPU"
         )
+
+
+def single_cpu_thread(device: str) -> None:
+    """On the CPU, give torch one intra-op thread (``torch.set_num_threads(1)``); a GPU is left alone.
+
+    Candidate and judge share the machine's cores: with torch's default thread pool each, on a
+    loaded machine a 128K-element ``torch.cumsum`` took 8–25 ms instead of 0.14 ms (threads waiting
+    for each other), noise that the CPU proxy's timing check rightly refuses. Called by both stage
+    processes before anything is computed, so correctness and the CPU-timing proxy run single-threaded.
+    """
+    if device == "cpu":
+        import torch
+
+        torch.set_num_threads(1)
 
 
 def failure_result(exc: BaseException, harness: bool) -> dict:

@@ -174,8 +174,8 @@ def run_stage(source: str, job: dict, workdir: str, timeout_s: float, *, allow_u
     Args:
         source: the candidate program (already statically checked); written as UTF-8 bytes and
             executed exactly as written.
-        job: ``{"stage": "check" | "time", "problem": "trimul" | "mla", "cases": [case dicts],
-            "device": "cuda" | "cpu", "seed": int, "timing": {...}}`` (JSON-serialisable).
+        job: ``{"stage": "check" | "time", "problem": a key of :data:`~.common.PARTS`, "cases":
+            [case dicts], "device": "cuda" | "cpu", "seed": int, "timing": {...}}`` (JSON-serialisable).
         workdir: from :func:`new_workdir`.
         timeout_s: wall-clock limit of the whole stage, process start and imports included; also
             the base of each process's own CPU-time limit.

@@ -49,6 +49,7 @@ from discoverygym.sandbox.kernels.common import (
     plan,
     problem_functions,
     require_device,
+    single_cpu_thread,
     sketch,
     sketch_bound,
 )
@@ -153,7 +154,7 @@ def _check_output(chan: Channel, job: dict, out_dir: Path, k: int, call: tuple, 
         meta = _read_meta(meta_path)
         with torch.no_grad():
             ref = reference(generate(case, job["device"], seed=s))
-            refs = [ref] if job["problem"] == "trimul" else list(ref)
+            refs = [ref] if len(names) == 1 else list(ref)
             worst = 0.0
             for i, (name, want) in enumerate(zip(names, refs)):
                 got = _load_part(out_dir, k, meta[i] if i < len(meta) else None, name, want)
@@ -247,7 +248,7 @@ def _time_case(chan: Channel, job: dict, case: Any, label: str, fns: tuple, dead
         for j in audited:
             rd = rounds[j]
             ref = reference(generate(case, device, seed=rd["seed"]))
-            refs = [ref] if job["problem"] == "trimul" else list(ref)
+            refs = [ref] if len(names) == 1 else list(ref)
             for name, want, got in zip(names, refs, rd["sketch"]):
                 bound = sketch_bound(want, rtol, atol)
                 if math.isinf(bound):
@@ -293,6 +294,7 @@ def _time_case(chan: Channel, job: dict, case: Any, label: str, fns: tuple, dead
 def _verify(job: dict, out_dir: Path, chan: Channel, deadline: float) -> dict:
     device = job["device"]
     require_device(device)
+    single_cpu_thread(device)
     fns = problem_functions(job["problem"])
     calls = plan(job)
     errs: list[float] = []
