@@ -309,3 +309,5 @@ PROGRAM_TASKS["AHC039-v0"] = TaskSpec("discoverygym.envs.ahc:make_ahc039", "AtCo
 PROGRAM_TASKS["AHC058-v0"] = TaskSpec("discoverygym.envs.ahc:make_ahc058", "AtCoder AHC058 (apple machine hierarchy)")
 PROGRAM_TASKS["ScRNADenoising-v0"] = TaskSpec(
     "discoverygym.envs.denoising:make_denoising", "Single-cell RNA-seq denoising (OpenProblems)")
+PROGRAM_TASKS["LassoPath-v0"] = TaskSpec("discoverygym.envs.lasso:make_lasso_path",
+                                         "LASSO regularisation path in C++ (TES / AlgoTune)", nondeterministic=True)
