@@ -40,9 +40,12 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import math
 import operator
 import os
+import weakref
+from collections import OrderedDict
 from collections.abc import Sequence
 from importlib import resources
 from typing import Any
@@ -67,6 +70,7 @@ REAL_DATASETS = ("breast_cancer", "diabetes", "dna", "leukemia")
 #: speed-up histogram bins (candidate time / initial time inverted; edges, log2-spaced).
 SPEEDUP_EDGES = (0.0, 0.5, 0.9, 1.1, 2.0, 4.0, 8.0, math.inf)
 _REFERENCE_CACHE = 4096
+_BINARY_CACHE = 4
 
 _CONTRACT = (
     "Write one complete C++17 program (`int main()`), compiled with `g++ -std=gnu++17 -O3 -march=native "
@@ -225,6 +229,8 @@ class LassoPathTask(ProgramTask):
             raise ValueError(f"memory_mb must be in [64, {1 << 24}], got {self.memory_mb}")
         self.allow_unconfined = allow_unconfined
         self._references: dict[tuple, np.ndarray] = {}
+        self._binaries: OrderedDict[tuple, CompiledProgram] = OrderedDict()
+        weakref.finalize(self, _close_all, self._binaries)
 
     # ------------------------------------------------------------------ facts
     @property
@@ -254,6 +260,22 @@ class LassoPathTask(ProgramTask):
         cpu = self.time_limit_s * (available_cpus() if self.openmp else 1)
         return NativeLimits(time_limit_s=min(cpu, MAX_TIME_LIMIT_S), memory_mb=self.memory_mb,
                             output_bytes=8 * p_max * L.N_LAMBDA + 64, allow_unconfined=self.allow_unconfined)
+
+    def _compiled(self, source: str, flags: tuple[str, ...]) -> CompiledProgram:
+        """The program compiled with ``flags``, cached per (source hash, flags) on the task.
+
+        The last :data:`_BINARY_CACHE` programs are kept (compile failures too), so repeated
+        evaluations of one program (resets, ``check_env``, re-judging) compile it once; the
+        directories are removed when evicted or when the task is garbage-collected.
+        """
+        key = (hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest(), flags)
+        prog = self._binaries.pop(key, None)
+        if prog is None:
+            prog = CompiledProgram(source, flags=flags, allow_unconfined=self.allow_unconfined)
+            while len(self._binaries) >= _BINARY_CACHE:
+                self._binaries.popitem(last=False)[1].close()
+        self._binaries[key] = prog
+        return prog
 
     # ------------------------------------------------------------------ instances
     def instance_seed(self, seed: int, index: int, run: int) -> int:
@@ -306,34 +328,34 @@ class LassoPathTask(ProgramTask):
         limits = self.limits(p_max)
         rows: dict[str, dict] = {}
         metrics: dict[str, Any] = {"problems": [], "time_runs": self.time_runs}
-        with CompiledProgram(source, flags=self.flags(include), allow_unconfined=self.allow_unconfined) as prog:
-            metrics.update(backend=prog.compiled.backend, compile_s=prog.compiled.elapsed_s)
-            if not prog.compiled.ok:
-                log = prog.compiled.log[-2000:]
-                metrics["compile_error"] = log
-                first = next((ln for ln in log.splitlines() if "error" in ln), log.strip()[:300])
-                raise InvalidSolution(f"compile error: {first}", metrics=metrics)
-            for run_no, (label, key, X, y) in enumerate(self._cases(seed)):
-                lam = L.lambda_grid(X, y)
-                ref = self._reference(key, X, y, lam)
-                where = f"{label} (run {run_no % self.time_runs})"
-                result = prog.run(L.encode_input(X, y, lam), limits)
-                if result.ok and result.wall_s > self.time_limit_s:
-                    result.status, result.message = "time_limit", f"time limit {self.time_limit_s:g} s exceeded"
-                if not result.ok:
-                    detail = result.message or result.status
-                    if result.status == "output_limit":
-                        detail = f"wrong output size: more than the {X.shape[1] * L.N_LAMBDA} float64 values expected"
-                    raise InvalidSolution(f"{where}: {result.status}: {detail}", metrics=metrics)
-                coef = _decoded(result.stdout, X.shape[1], where, metrics)
-                try:
-                    gaps = L.check_path(X, y, lam, coef, ref, name=where)
-                except InvalidSolution as exc:
-                    raise InvalidSolution(str(exc), metrics=metrics) from None
-                row = rows.setdefault(label, {"problem": label, "n": X.shape[0], "p": X.shape[1],
-                                              "times_ms": [], "max_gap": -math.inf})
-                row["times_ms"].append(1000.0 * result.wall_s)
-                row["max_gap"] = max(row["max_gap"], float(gaps.max()))
+        prog = self._compiled(source, self.flags(include))
+        metrics.update(backend=prog.compiled.backend, compile_s=prog.compiled.elapsed_s)
+        if not prog.compiled.ok:
+            log = prog.compiled.log[-2000:]
+            metrics["compile_error"] = log
+            first = next((ln for ln in log.splitlines() if "error" in ln), log.strip()[:300])
+            raise InvalidSolution(f"compile error: {first}", metrics=metrics)
+        for run_no, (label, key, X, y) in enumerate(self._cases(seed)):
+            lam = L.lambda_grid(X, y)
+            ref = self._reference(key, X, y, lam)
+            where = f"{label} (run {run_no % self.time_runs})"
+            result = prog.run(L.encode_input(X, y, lam), limits)
+            if result.ok and result.wall_s > self.time_limit_s:
+                result.status, result.message = "time_limit", f"time limit {self.time_limit_s:g} s exceeded"
+            if not result.ok:
+                detail = result.message or result.status
+                if result.status == "output_limit":
+                    detail = f"wrong output size: more than the {X.shape[1] * L.N_LAMBDA} float64 values expected"
+                raise InvalidSolution(f"{where}: {result.status}: {detail}", metrics=metrics)
+            coef = _decoded(result.stdout, X.shape[1], where, metrics)
+            try:
+                gaps = L.check_path(X, y, lam, coef, ref, name=where)
+            except InvalidSolution as exc:
+                raise InvalidSolution(str(exc), metrics=metrics) from None
+            row = rows.setdefault(label, {"problem": label, "n": X.shape[0], "p": X.shape[1],
+                                          "times_ms": [], "max_gap": -math.inf})
+            row["times_ms"].append(1000.0 * result.wall_s)
+            row["max_gap"] = max(row["max_gap"], float(gaps.max()))
         for row in rows.values():
             row["time_ms"] = min(row["times_ms"])
         synthetic = [rows[L.PROBLEMS[i].name] for i in self.indices]
@@ -343,11 +365,9 @@ class LassoPathTask(ProgramTask):
         if self.real:
             metrics["real"] = [rows[f"real {name}"] for name in REAL_DATASETS]
         if self.compare_initial:
-            if source == self.initial_program():
-                baseline = times
+            if source == self.initial_program():  # the first timing of the initial program is the baseline
                 self.__dict__.setdefault("_case_baselines", {}).setdefault(self.case_key(seed), list(times))
-            else:
-                baseline = self.case_baseline(seed)
+            baseline = self.case_baseline(seed)
             if baseline is not None and len(baseline) == len(times):
                 speedups = [b / t for b, t in zip(baseline, times)]
                 metrics["speedup"] = {r["problem"]: s for r, s in zip(synthetic, speedups)}
@@ -378,6 +398,13 @@ class LassoPathTask(ProgramTask):
         if meta.get("compile_error"):
             rows.append(("compile error", meta["compile_error"][:500]))
         return rows
+
+
+def _close_all(binaries: OrderedDict) -> None:
+    """Remove every cached program's directory (the task's finalizer)."""
+    for prog in binaries.values():
+        prog.close()
+    binaries.clear()
 
 
 def _decoded(raw: bytes, p: int, where: str, metrics: dict) -> np.ndarray:
