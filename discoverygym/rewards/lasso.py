@@ -224,14 +224,15 @@ def check_path(X: np.ndarray, y: np.ndarray, lambdas: np.ndarray, coef: np.ndarr
         float64 ``(n_lambda,)``: obj(candidate) − obj(reference) (negative = better than sklearn).
 
     Raises:
-        InvalidSolution: an excess above ``tol``; the message names the problem, the λ index,
-            λ and the two objectives.
+        InvalidSolution: an excess above ``tol``; the message names the problem, the first λ
+            index over, λ and the two objectives (and how many λ are over, and the worst).
     """
     gaps = objective(X, y, coef, lambdas) - ref_obj
-    worst = int(np.argmax(gaps))
-    if not gaps[worst] <= tol:
+    over = np.flatnonzero(~(gaps <= tol))
+    if len(over):
+        k, worst = int(over[0]), int(np.argmax(np.where(np.isnan(gaps), np.inf, gaps)))
+        more = f"; {len(over)} lambda(s) over, the worst index {worst} by {gaps[worst]:.3g}" if len(over) > 1 else ""
         raise InvalidSolution(
-            f"{name}: lambda index {worst} (lambda = {lambdas[worst]:.6g}): objective "
-            f"{ref_obj[worst] + gaps[worst]:.12g} exceeds the reference {ref_obj[worst]:.12g} by "
-            f"{gaps[worst]:.3g} > {tol:g}")
+            f"{name}: lambda index {k} (lambda = {lambdas[k]:.6g}): objective {ref_obj[k] + gaps[k]:.12g} "
+            f"exceeds the reference {ref_obj[k]:.12g} by {gaps[k]:.3g} > {tol:g}{more}")
     return gaps
