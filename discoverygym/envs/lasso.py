@@ -41,6 +41,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import operator
 import os
@@ -160,7 +161,7 @@ def speedup_histogram(speedups: Sequence[float]) -> dict[str, int]:
         ``{"<0.5x": k, "0.5-0.9x": k, ...}`` in bin order (a value on an edge goes to the upper bin).
     """
     edges = SPEEDUP_EDGES
-    labels = [f"<{edges[1]:g}x"] + [f"{a:g}-{b:g}x" for a, b in zip(edges[1:-2], edges[2:-1])] + [f">={edges[-2]:g}x"]
+    labels = [f"<{edges[1]:g}x"] + [f"{a:g}-{b:g}x" for a, b in itertools.pairwise(edges[1:-1])] + [f">={edges[-2]:g}x"]
     counts = dict.fromkeys(labels, 0)
     for value in speedups:
         index = int(np.searchsorted(edges, value, side="right")) - 1

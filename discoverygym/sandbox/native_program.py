@@ -17,9 +17,20 @@ from __future__ import annotations
 
 import os
 import tempfile
+from typing import TYPE_CHECKING
 
 from discoverygym.sandbox._process import remove_tree
-from discoverygym.sandbox.native import CPP_FLAGS, CompileResult, NativeLimits, NativeResult, compile_cpp, run_executable
+from discoverygym.sandbox.native import (
+    CPP_FLAGS,
+    CompileResult,
+    NativeLimits,
+    NativeResult,
+    compile_cpp,
+    run_executable,
+)
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = ["CompiledProgram"]
 
@@ -85,7 +96,7 @@ class CompiledProgram:
             remove_tree(self.root)
             self.root = ""
 
-    def __enter__(self) -> CompiledProgram:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
