@@ -13,7 +13,8 @@ What is timed:
 * ``celer``: ``celer_path(X, y, "lasso", alphas=λ)`` with its defaults (tol 1e-6);
 * ``skglm``: ``skglm.Lasso(alpha, fit_intercept=False, warm_start=True)`` refitted down the grid
   (its default tol 1e-4), a path with warm starts;
-all three in process (no process start, no input transfer), so they carry less overhead than the C++ run.
+all three in process (no process start, no input transfer), so they carry less overhead than the C++ run;
+each is called once on a tiny problem first (imports, skglm's numba compilation).
 
     python benchmarks/lasso.py                          # 17 problems, 1 repeat (a few minutes on 2 cores)
     python benchmarks/lasso.py --problems 0 10 11 --repeats 3
@@ -95,6 +96,9 @@ def main() -> None:
         table.add_column(c, justify="right")
     table.add_column("glmnet worst gap", justify="right")
     warnings.simplefilter("ignore")
+    Xw, yw = L.generate(L.LassoProblem(50, 20, "g"), 0)  # warm-up: skglm's numba compilation, imports
+    for fn in solvers.values():
+        fn(Xw, yw, L.lambda_grid(Xw, yw))
     with CompiledProgram(task.initial_program(), flags=task.flags(include)) as prog:
         if not prog.compiled.ok:
             raise SystemExit(f"the initial program does not compile: {prog.compiled.log[-500:]}")
