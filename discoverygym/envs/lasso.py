@@ -180,7 +180,8 @@ class LassoPathTask(ProgramTask):
         time_runs: fresh instances per problem (TES: 3); the problem's time is their minimum.
         openmp: compile with ``-fopenmp`` (runs may then use every CPU; the CPU-time limit is
             raised to ``time_limit_s`` x CPUs, the wall limit stays ``time_limit_s``).
-        time_limit_s: wall-clock limit of one run in seconds (default 20).
+        time_limit_s: wall-clock limit of one run in seconds (default 60: the baseline needs up to
+            ~9 s for 200x2000 on a loaded 2-core machine; TES allows about 8 s a call).
         memory_mb: address-space limit of one run in MiB (default 4096).
         compare_initial: measure the initial program once (lazily) for ``metrics["speedup"]``.
         allow_unconfined: run where neither bubblewrap nor Landlock confines file writes.
@@ -211,7 +212,7 @@ class LassoPathTask(ProgramTask):
     )
 
     def __init__(self, problems: Sequence[int | str] | None = None, n_problems: int | None = None,
-                 real: bool = False, time_runs: int = 3, openmp: bool = False, time_limit_s: float = 20.0,
+                 real: bool = False, time_runs: int = 3, openmp: bool = False, time_limit_s: float = 60.0,
                  memory_mb: int = 4096, compare_initial: bool = True, allow_unconfined: bool = False) -> None:
         self.indices = _select(problems, n_problems)
         for flag, value in (("real", real), ("openmp", openmp), ("compare_initial", compare_initial),
@@ -417,9 +418,20 @@ def _decoded(raw: bytes, p: int, where: str, metrics: dict) -> np.ndarray:
 
 
 def make_lasso_path(problems: Sequence[int | str] | None = None, n_problems: int | None = None, real: bool = False,
-                    time_runs: int = 3, openmp: bool = False, time_limit_s: float = 20.0, memory_mb: int = 4096,
-                    compare_initial: bool = True, allow_unconfined: bool = False) -> LassoPathTask:
-    """Factory of ``LassoPath-v0`` (cheap: nothing is compiled or generated here); see :class:`LassoPathTask`."""
+                    time_runs: int = 3, openmp: bool = False, time_limit_s: float = 60.0, memory_mb: int = 4096,
+                    compare_initial: bool = True, allow_unconfined: bool = False,
+                    n_cases: int | None = None) -> LassoPathTask:
+    """Factory of ``LassoPath-v0`` (cheap: nothing is compiled or generated here); see :class:`LassoPathTask`.
+
+    ``n_cases`` is ``n_problems`` under the name the CLI's ``--n-cases`` passes (give one of them).
+
+    Raises:
+        ValueError: both ``n_cases`` and ``n_problems``; any :class:`LassoPathTask` refusal.
+    """
+    if n_cases is not None:
+        if n_problems is not None:
+            raise ValueError("give n_problems or n_cases (--n-cases), not both")
+        n_problems = n_cases
     return LassoPathTask(problems=problems, n_problems=n_problems, real=real, time_runs=time_runs, openmp=openmp,
                          time_limit_s=time_limit_s, memory_mb=memory_mb, compare_initial=compare_initial,
                          allow_unconfined=allow_unconfined)
