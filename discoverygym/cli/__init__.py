@@ -50,6 +50,7 @@ EXAMPLES = {
     "AHC039-v0": "ahc039.cpp",
     "AHC058-v0": "ahc058.cpp",
     "QubitRouting-v0": "qubit_routing_sabre.py",
+    "LassoPath-v0": "lasso_glmnet.cpp",
     **{f"TriMul-{gpu}-v0": "trimul_pytorch.py" for gpu in ("H100", "A100", "H200", "B200", "MI300X")},
     **{f"MLADecode-{gpu}-v0": "mla_pytorch.py" for gpu in ("H200", "MI300X")},
 }

@@ -322,3 +322,5 @@ for _id, _key, _title in (
         ("Vocab", "vocab", "vocabulary size"), ("MoE", "moe", "mixture of experts")):
     PROGRAM_TASKS[f"ScalingLaw-{_id}-v0"] = TaskSpec(
         "discoverygym.envs.scaling_laws:make_scaling_law", f"Scaling-law discovery, {_title} (SLDBench)", {"task": _key})
+PROGRAM_TASKS["LassoPath-v0"] = TaskSpec("discoverygym.envs.lasso:make_lasso_path",
+                                         "LASSO regularisation path in C++ (TES / AlgoTune)", nondeterministic=True)
