@@ -53,6 +53,11 @@ EXAMPLES = {
     "LassoPath-v0": "lasso_glmnet.cpp",
     **{f"TriMul-{gpu}-v0": "trimul_pytorch.py" for gpu in ("H100", "A100", "H200", "B200", "MI300X")},
     **{f"MLADecode-{gpu}-v0": "mla_pytorch.py" for gpu in ("H200", "MI300X")},
+    **{f"KernelBench-L1-{op.title()}-{gpu}-v0": f"kernelbench_{op}.py" for op in ("cumsum", "matmul")
+       for gpu in ("H100", "H200")},
+    **{f"ScalingLaw-{name}-v0": f"scaling_law_{key}.py" for name, key in (
+        ("DataConstrained", "data_constrained"), ("LrBsz", "lr_bsz"), ("DomainMixture", "domain_mixture"),
+        ("Rectified", "rectified"), ("Vocab", "vocab"), ("MoE", "moe"))},
 }
 
 
@@ -278,7 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_eval.add_argument("--seed", type=seed_value, default=0, help="seed passed to the program / of generated cases (default 0)")
     group = p_eval.add_argument_group("program problems (kernels, AtCoder, denoising)")
     group.add_argument("--cases", metavar="DIR", help="AtCoder: judge on the input files in DIR instead of generated cases")
-    group.add_argument("--n-cases", type=int, metavar="N", help="AtCoder: number of generated cases (default 150)")
+    group.add_argument("--n-cases", type=int, metavar="N", help="AtCoder: number of generated cases (default 150); QubitRouting: the first N suite cases (default all 72)")
     group.add_argument("--dataset", metavar="NAME", help="denoising: data set (default celltypist-pbmc)")
     group.add_argument("--device", metavar="D", help="kernels: 'cuda' (timed) or 'cpu' (small shapes, CPU-timing proxy score)")
     group.add_argument("--allow-unconfined", action="store_true",

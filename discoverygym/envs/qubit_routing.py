@@ -95,11 +95,16 @@ class QubitRoutingTask(ProgramTask):
                     raise ValueError(f"cases must be >= 1, got {cases}")
                 suite = suite[:cases]
             else:
+                if not isinstance(cases, (str, list, tuple)):
+                    raise TypeError(f"cases must be None, a count (int) or case ids (str or list of str), got {cases!r}")
                 ids = [cases] if isinstance(cases, str) else list(cases)
                 by_id = {c.id: c for c in suite}
                 unknown = [i for i in ids if i not in by_id]
                 if unknown:
                     raise ValueError(f"unknown case ids {unknown} (ids look like '4gt13_92_q20')")
+                twice = sorted({i for i in ids if ids.count(i) > 1})
+                if twice:
+                    raise ValueError(f"case ids {twice} given more than once (each would be scored and weighted again)")
                 suite = [by_id[i] for i in ids]
         if not suite:
             raise ValueError("no cases selected")
@@ -202,14 +207,18 @@ def make_qubit_routing(cases: Any = None, topologies: Any = None, case_time_limi
         device: accepted for the CLI's ``--device``; only ``None``/``"cpu"``.
 
     Raises:
-        ValueError: unknown case ids or topologies, an empty selection, bad limits, a non-CPU device,
-            both ``cases`` and ``n_cases``.
+        ValueError: unknown or repeated case ids, unknown topologies, an empty selection, bad limits, a
+            non-CPU device, both ``cases`` and ``n_cases``.
+        TypeError: ``cases`` not None, an int, a str or a list of str; ``n_cases`` not an int.
     """
     if device not in (None, "cpu"):
         raise ValueError(f"QubitRouting-v0 runs on the CPU; got device={device!r}")
     if n_cases is not None:
         if cases is not None:
             raise ValueError("give cases or n_cases, not both")
-        cases = int(n_cases)
+        try:
+            cases = int(n_cases)
+        except (TypeError, ValueError):
+            raise TypeError(f"n_cases must be an int, got {n_cases!r}") from None
     return QubitRoutingTask(cases=cases, topologies=topologies, case_time_limit_s=case_time_limit_s,
                             memory_mb=memory_mb, use_bwrap=use_bwrap)

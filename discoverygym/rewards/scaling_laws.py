@@ -56,7 +56,7 @@ def check_params(value: Any, cap: int, group: str) -> list[float]:
 
     Raises:
         InvalidSolution: not a flat list of real numbers, empty, more than ``cap`` entries, or a
-            non-finite entry.
+            non-finite entry (an int beyond float64 included).
     """
     if not isinstance(value, list) or not value:
         raise InvalidSolution(f"fit() for group {group!r} must return a non-empty 1-D array of floats, got "
@@ -69,9 +69,14 @@ def check_params(value: Any, cap: int, group: str) -> list[float]:
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise InvalidSolution(f"fit() for group {group!r}: params[{i}] is {type(v).__name__}, not a real number "
                                   "(params must be a flat 1-D array)")
+        try:
+            v = float(v)
+        except OverflowError:  # a JSON int beyond float64 (the wrapper's conversion is the program's to patch)
+            raise InvalidSolution(f"fit() for group {group!r}: params[{i}] is an integer too large for a "
+                                  "float64") from None
         if not math.isfinite(v):
             raise InvalidSolution(f"fit() for group {group!r}: params[{i}] = {v} is not finite")
-        out.append(float(v))
+        out.append(v)
     return out
 
 
@@ -91,7 +96,7 @@ def check_predictions(value: Any, n: int, d: int, group: str, split: str) -> np.
     """
     try:
         arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: a JSON int beyond float64
         raise InvalidSolution(f"scaling_law() on the {split} points of group {group!r} returned something that is "
                               "not a numeric array") from None
     got = tuple(arr.shape)

@@ -138,3 +138,14 @@ def test_cli_list(capsys):
     assert {r["env_id"] for r in rows} == set(discoverygym.ENVS) | set(PROGRAM_TASKS)
     math_rows = [r for r in rows if r["env_id"] in discoverygym.ENVS]
     assert all(r["direction"] in ("min", "max") and r["record"] > 0 and r["source"] for r in math_rows)
+
+
+def test_every_program_env_has_a_bundled_example():
+    """``discoverygym evaluate <id>`` without a FILE works for every program env (it refused the
+    scaling-law and KernelBench ids); for those the example is the env's initial program."""
+    from discoverygym.envs.registry import PROGRAM_TASKS, make_task
+
+    for env_id in PROGRAM_TASKS:
+        assert example_path(env_id).is_file(), env_id
+        if env_id.startswith(("ScalingLaw-", "KernelBench-", "QubitRouting-")):
+            assert example_path(env_id).read_text() == make_task(env_id).initial_program(), env_id

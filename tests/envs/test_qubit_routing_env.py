@@ -87,3 +87,16 @@ def test_options_select_cases_and_topologies():
         QubitRoutingTask(cases=["nope_q20"])
     with pytest.raises(ValueError, match="unknown topologies"):
         QubitRoutingTask(topologies=["sycamore"])
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"cases": True}, TypeError, "cases must be"),
+    ({"cases": 2.5}, TypeError, "cases must be"),
+    ({"cases": ["4gt13_92_q20", "4gt13_92_q20"]}, ValueError, "more than once"),  # would count the case twice
+    ({"n_cases": "x"}, TypeError, "n_cases must be an int"),
+])
+def test_bad_case_options_are_refused_clearly(kwargs, error, match):
+    from discoverygym.envs.qubit_routing import make_qubit_routing
+
+    with pytest.raises(error, match=match):
+        make_qubit_routing(**kwargs)

@@ -50,6 +50,7 @@ def test_reward_is_clipped_at_minus_one_and_failure_is_strictly_below():
     ([[1.0, 2.0]], "flat 1-D"),
     ([1.0, float("nan")], r"params\[1\] = nan is not finite"),
     ([True], "not a real number"),
+    ([10 ** 400], r"params\[0\] is an integer too large for a float64"),  # a JSON int beyond float64 (a patched numpy in the sandbox)
 ])
 def test_bad_params_are_refused(value, match):
     with pytest.raises(InvalidSolution, match=match):
@@ -66,6 +67,7 @@ def test_params_within_the_cap_pass():
     ([1.0, 2.0, 3.0], 5, r"expected \(3, 5\)"),
     ([1.0, float("inf"), 3.0], 1, r"prediction \(1, 0\) = inf is not finite"),
     (["a", "b", "c"], 1, "not a numeric array"),
+    ([10 ** 400, 1.0, 2.0], 1, "not a numeric array"),  # int beyond float64: refused, not an OverflowError
 ])
 def test_bad_predictions_are_refused(value, d, match):
     with pytest.raises(InvalidSolution, match=match):
