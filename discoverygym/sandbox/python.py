@@ -57,7 +57,7 @@ from importlib.util import find_spec
 from typing import Any
 
 from discoverygym.errors import SandboxError
-from discoverygym.sandbox._process import choose_backend, kill_group, read_available, remove_tree
+from discoverygym.sandbox._process import bwrap_usr_args, choose_backend, kill_group, read_available, remove_tree
 from discoverygym.sandbox._runner import RUNNER_FAILURE_EXIT, STARTED_MARKER
 from discoverygym.sandbox.probes import NO_BWRAP_ENV, NO_LANDLOCK_ENV, command_succeeds, switched_off
 
@@ -104,6 +104,14 @@ class SandboxLimits:
             raw data behind a held-out split. Under bubblewrap they are replaced by an empty file
             / empty directory (hidden from every library); without bubblewrap only Python-level
             opens are refused (the audit hook), so C libraries such as HDF5 can still read them.
+        minimal_fs: under bubblewrap, show the program only what running Python needs instead of
+            the whole (read-only) file system: ``/usr`` and the ``/bin``, ``/lib*`` tops, ``/etc``,
+            the interpreter's prefixes (the virtual environment and its site-packages included),
+            numpy's directory and the sandbox runner's own directory, plus the private
+            directory, ``/tmp``, ``/dev`` and ``/proc``. Home directories, checkouts (and their
+            ``.git``), caches and other copies of a data set are then absent, so ``hidden_paths``
+            covers the one copy that remains (the installed package's). For problems whose
+            labels are public files (held-out splits); without bubblewrap it changes nothing.
 
     Raises:
         ValueError: a limit out of range. TypeError: a limit of the wrong type.
@@ -120,6 +128,7 @@ class SandboxLimits:
     use_bwrap: bool | None = None
     allow_subprocess: bool = False
     hidden_paths: tuple[str, ...] = ()
+    minimal_fs: bool = False
 
     def __post_init__(self) -> None:
         _require_number("timeout_s", self.timeout_s, 0.0, exclusive=True)
@@ -132,7 +141,7 @@ class SandboxLimits:
         if not isinstance(self.hidden_paths, tuple) or not all(
                 isinstance(p, str) and os.path.isabs(p) for p in self.hidden_paths):
             raise TypeError(f"hidden_paths must be a tuple of absolute paths, got {self.hidden_paths!r}")
-        for name in ("network", "allow_subprocess"):
+        for name in ("network", "allow_subprocess", "minimal_fs"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"SandboxLimits.{name} must be a bool")
         if self.use_bwrap is not None and not isinstance(self.use_bwrap, bool):
@@ -213,13 +222,15 @@ def _bwrap_works() -> bool:
         remove_tree(probe_dir)
 
 
-def _bwrap_prefix(exe: str, workdir: str, network: bool, hidden: tuple[str, ...] = ()) -> list[str]:
+def _bwrap_prefix(exe: str, workdir: str, network: bool, hidden: tuple[str, ...] = (),
+                  minimal_fs: bool = False) -> list[str]:
     """The bwrap command line up to ``--``: read-only root, private /tmp, /dev, /proc, rw workdir.
 
     What lies under /tmp and the program needs or may expect to read is bound back read-only
     (:func:`_visible_paths_under_tmp`), so a project cloned below /tmp behaves as anywhere else;
     the directory holding the sandbox directories stays hidden even when one of those paths
-    contains it.
+    contains it. With ``minimal_fs`` the root is empty instead and only :func:`_minimal_paths`
+    are bound read-only (see :attr:`SandboxLimits.minimal_fs`).
     """
     args = [exe, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
             "--unshare-uts", "--unshare-cgroup-try"]
@@ -227,20 +238,28 @@ def _bwrap_prefix(exe: str, workdir: str, network: bool, hidden: tuple[str, ...]
         args.append("--unshare-net")
     if os.geteuid() == 0:
         args += ["--cap-drop", "ALL"]
-    args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     temp_root = os.path.dirname(workdir)
-    covering, others = [], []
-    for path in _visible_paths_under_tmp():
-        (covering if _is_within(temp_root, path) else others).append(path)
-    if covering:  # ancestors of the temp root: bind the outermost, then hide the temp root again
-        args += ["--ro-bind", covering[0], covering[0], "--tmpfs", temp_root]
-    kept: list[str] = []
-    for path in others:  # sorted: an ancestor comes before what lies below it
-        shown = any(_is_within(path, k) for k in kept) or (
-            bool(covering) and _is_within(path, covering[0]) and not _is_within(path, temp_root))
-        if not shown:
-            kept.append(path)
+    if minimal_fs:
+        args += [*bwrap_usr_args(), "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        shown = [p for p in _minimal_paths() if not p.startswith("/usr/")]
+        for path in shown:  # sorted: an ancestor comes before what lies below it
             args += ["--ro-bind", path, path]
+        if any(_is_within(temp_root, p) for p in shown):
+            args += ["--tmpfs", temp_root]
+    else:
+        args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        covering, others = [], []
+        for path in _visible_paths_under_tmp():
+            (covering if _is_within(temp_root, path) else others).append(path)
+        if covering:  # ancestors of the temp root: bind the outermost, then hide the temp root again
+            args += ["--ro-bind", covering[0], covering[0], "--tmpfs", temp_root]
+        kept: list[str] = []
+        for path in others:  # sorted: an ancestor comes before what lies below it
+            shown_already = any(_is_within(path, k) for k in kept) or (
+                bool(covering) and _is_within(path, covering[0]) and not _is_within(path, temp_root))
+            if not shown_already:
+                kept.append(path)
+                args += ["--ro-bind", path, path]
     for path in hidden:  # after the binds above, so they cover what those exposed
         real = os.path.realpath(path)
         if os.path.isdir(real):
@@ -248,6 +267,25 @@ def _bwrap_prefix(exe: str, workdir: str, network: bool, hidden: tuple[str, ...]
         elif os.path.exists(real):
             args += ["--ro-bind", "/dev/null", real]
     return args + ["--bind", workdir, workdir, "--chdir", workdir, "--"]
+
+
+def _minimal_paths() -> list[str]:
+    """What a ``minimal_fs`` sandbox shows besides ``/usr`` (existing paths, outermost only, sorted).
+
+    ``/etc``, the interpreter's prefixes and directory (as given and resolved: a virtual
+    environment is a prefix, its site-packages inside it), numpy's directory and the runner's
+    directory. Never ``sys.path`` entries or the working directory (a checkout), and never the
+    ``discoverygym`` package beyond ``sandbox/``.
+    """
+    candidates = {"/etc"}
+    for path in _interpreter_paths():
+        candidates.update({os.path.abspath(path), os.path.realpath(path)})
+    found = sorted(p for p in candidates if os.path.exists(p) and p != "/")
+    outermost: list[str] = []
+    for path in found:
+        if not any(_is_within(path, kept) for kept in outermost):
+            outermost.append(path)
+    return outermost
 
 
 def _is_within(path: str, ancestor: str) -> bool:
@@ -494,7 +532,8 @@ def _command(workdir: str, limits: SandboxLimits, backend: str) -> list[str]:
         raise SandboxError("sys.executable is unknown; cannot start a Python child process")
     python = [sys.executable, "-s", "-B", _RUNNER, workdir]
     if backend == "bwrap":
-        prefix = _bwrap_prefix(shutil.which("bwrap") or "bwrap", workdir, limits.network, limits.hidden_paths)
+        prefix = _bwrap_prefix(shutil.which("bwrap") or "bwrap", workdir, limits.network, limits.hidden_paths,
+                               limits.minimal_fs)
         return prefix + python
     return python
 

@@ -62,10 +62,10 @@ def _step(program: str, **kw) -> tuple[float, dict]:
     return reward, info
 
 
-def _judge(program: str, **kw):
+def _judge(program: str, env_id: str = REP, **kw):
     """The State ``step`` would record for ``program`` (no reset: options such as a short timeout
     apply to the candidate only)."""
-    return _env(**kw).unwrapped.evaluate_program(program)
+    return _env(env_id, **kw).unwrapped.evaluate_program(program)
 
 
 def test_every_id_is_registered_and_built_cheaply():
@@ -139,6 +139,40 @@ def fit(X, y):
     test_x = d.test[0].X
     assert not np.any((test_x[:, 2] <= u_train) & (test_x[:, 1] <= p_train))  # every test point lies beyond train
     assert u_fit < u_train or p_fit < p_train  # the validation extrapolation is beyond the fit points
+
+
+# Found by a tryout: with one process predicting every split, ``fit`` on train (which holds the
+# validation labels) could hide them in the train parameters, and ``scaling_law`` rewrite the
+# validation answer it had already returned from them: R² 1.0 on the default reward.
+CARRY_VALIDATION_LABELS = """
+import numpy as np
+MARK = 123456.0
+
+def fit(X, y):
+    if X[:, 0].max() >= 409600:  # the train split: its largest size is the validation point
+        return [MARK, float(y[X[:, 0].argmax()]), 0.0, 0.0]
+    return [float(np.mean(y)), 0.0, 0.0, 0.0]
+
+_val, _k = [], [0]
+
+def scaling_law(X, p):
+    if p[0] == MARK:
+        if _k[0] < len(_val):
+            _val[_k[0]][:] = p[1]
+        _k[0] += 1
+        return np.full(len(X), p[1])
+    out = np.full(len(X), p[0])
+    if len(X) == 1 and X[0, 0] >= 409600:
+        _val.append(out)
+    return out
+"""
+
+
+def test_state_inside_a_process_cannot_carry_validation_labels_into_its_answers():
+    state = _judge(CARRY_VALIDATION_LABELS, env_id="ScalingLaw-Rectified-v0")
+    assert state.valid
+    # a constant per group: far from the exact 1.0 the leak gave, below the human law's 0.994
+    assert state.metadata["r2_validation"] < 0.9
 
 
 @pytest.mark.parametrize("program, match", [

@@ -183,3 +183,30 @@ def test_proc_root_cwd_and_fd_routes_are_refused(use_bwrap):
     assert result.ok, result.error
     for route, text in result.value.items():
         assert text.startswith("PermissionError: sandbox:") and "/proc" in text, (route, text)
+
+
+MINIMAL_FS_PROBE = """
+import os
+def construct(paths):
+    import numpy, scipy.optimize  # the libraries a program needs still import
+    return {p: os.path.exists(p) for p in paths}
+"""
+
+
+@pytest.mark.skipif(not bwrap_available(), reason="minimal_fs is a bubblewrap mount layout")
+def test_minimal_fs_shows_the_interpreter_but_not_the_checkout_or_other_files():
+    repo = Path(__file__).resolve().parents[2]
+    others = [str(repo / "tests"), str(repo / "README.md"), str(repo / ".git")]
+    others = [p for p in others if os.path.exists(p)]
+    wide = run_program(MINIMAL_FS_PROBE, kwargs={"paths": others}, limits=SandboxLimits(use_bwrap=True))
+    assert wide.ok and all(wide.value.values()), wide  # the default layout shows them (read-only)
+    narrow = run_program(MINIMAL_FS_PROBE, kwargs={"paths": others + [sys.executable]},
+                         limits=SandboxLimits(use_bwrap=True, minimal_fs=True))
+    assert narrow.ok, narrow.error
+    assert narrow.value.pop(sys.executable) is True
+    assert not any(narrow.value.values()), narrow.value
+
+
+def test_minimal_fs_must_be_a_bool():
+    with pytest.raises(TypeError, match="minimal_fs"):
+        SandboxLimits(minimal_fs="yes")

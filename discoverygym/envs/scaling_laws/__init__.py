@@ -6,13 +6,19 @@ The candidate program defines ``scaling_law(X, params)`` (the law) and ``fit(X, 
 61c9d59) judges it: fitted per group on the train split, scored by R² (1 − mean NMSE per output
 dimension) on the held-out extrapolation split; see :mod:`discoverygym.rewards.scaling_laws`.
 
-**What the program sees** (:mod:`.transport`). Three sandboxed processes per evaluation:
+**What the program sees** (:mod:`.transport`). Four sandboxed processes per evaluation:
 ``fit`` on the ``fit`` split (train minus validation), ``fit`` on the whole ``train`` split, then
-``scaling_law`` with those parameters on unlabelled points (fit, validation, train and test X).
-No process ever receives the labels of a split it is scored on; predictions are computed by the
-parent's call of ``scaling_law`` on points ``fit`` was not given, never taken from ``fit``. The
-shipped data files are hidden from the program (empty under bubblewrap; without bubblewrap scoring
-is refused unless ``allow_unconfined=True``, as a program could read the test labels from disk).
+``scaling_law`` on unlabelled points in two more processes: one with the fit-split parameters
+(fit and validation X), one with the train-split parameters (train and test X). No process ever
+receives the labels of a split it is scored on, or parameters fitted on them: the process that
+predicts validation never sees the train-split parameters (fitted with the validation labels), so
+state kept inside a process cannot carry those labels into its answers. Predictions come from
+``scaling_law`` on points ``fit`` was not given, never from ``fit``. The sandbox shows the program
+only the interpreter and its libraries (``SandboxLimits(minimal_fs=True)``: no checkout, ``.git``,
+home or cache directory), and the installed package's data files are hidden (empty); without
+bubblewrap scoring is refused unless ``allow_unconfined=True``, as a program could read the test
+labels from disk. The data are public: a program that embeds the held-out labels in its own text
+is not detected (a limit shared with SLDBench and TES).
 
 **Reward split.** ``reward_split="validation"`` (default) rewards R² on a validation split carved
 deterministically from train by the task's extrapolation rule applied once more (e.g. the largest
@@ -229,7 +235,7 @@ class ScalingLawTask(ProgramTask):
         from discoverygym.sandbox.python import SandboxLimits
 
         return SandboxLimits(timeout_s=self.timeout_s, memory_mb=self.memory_mb, cpus=self.cpus,
-                             use_bwrap=self.use_bwrap, hidden_paths=self.hidden_paths())
+                             use_bwrap=self.use_bwrap, hidden_paths=self.hidden_paths(), minimal_fs=True)
 
     def _run(self, source: str, entry: str, kwargs: dict, what: str) -> tuple[list, float]:
         from discoverygym.envs.scaling_laws.transport import WRAPPER
@@ -296,12 +302,20 @@ class ScalingLawTask(ProgramTask):
         params_train, t_train = self._fit(source, data.train, "train")
         plan = [("fit", params_fit, data.fit), ("validation", params_fit, data.validation),
                 ("train", params_train, data.train), ("test", params_train, data.test)]
-        jobs, where = [], []
-        for split, params, groups in plan:
-            for g in groups:
-                jobs.append({"X": g.X.tolist(), "params": params[g.name]})
-                where.append((split, g))
-        values, t_pred = self._run(source, PREDICT_ENTRY, {"jobs": jobs}, "scaling_law on held-out points")
+        # Two prediction processes: the one scoring fit/validation never sees the train-split
+        # parameters (fitted on the validation labels), so no state carried inside one process
+        # can move validation labels into validation predictions.
+        values, where, t_pred = [], [], 0.0
+        for name, part in (("fit/validation", plan[:2]), ("train/test", plan[2:])):
+            jobs = []
+            for split, params, groups in part:
+                for g in groups:
+                    jobs.append({"X": g.X.tolist(), "params": params[g.name]})
+                    where.append((split, g))
+            part_values, elapsed = self._run(source, PREDICT_ENTRY, {"jobs": jobs},
+                                             f"scaling_law on the {name} points")
+            values += part_values
+            t_pred += elapsed
         d = len(self.info.targets)
         preds: dict[str, tuple[list, list]] = {s: ([], []) for s, _, _ in plan}
         for (split, g), value in zip(where, values):

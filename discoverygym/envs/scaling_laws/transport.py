@@ -1,7 +1,7 @@
 """The two sandboxed calls of a scaling-law evaluation: fit on labelled points, then predict unlabelled ones.
 
-The parent appends :data:`WRAPPER` to the candidate program and runs it twice, in two separate
-sandboxed processes (:func:`~discoverygym.sandbox.python.run_program`):
+The parent appends :data:`WRAPPER` to the candidate program and runs it in four separate
+sandboxed processes (:func:`~discoverygym.sandbox.python.run_program`), two of each kind:
 
 1. ``FIT_ENTRY(groups)``: ``groups`` is a list of ``{"X": (n, F) rows, "y": (n,) or (n, d)}``, the
    labelled points of ONE split (``fit`` or ``train``); the wrapper calls the program's
@@ -10,7 +10,10 @@ sandboxed processes (:func:`~discoverygym.sandbox.python.run_program`):
    fit on ``train`` (which holds the validation labels) can never leak into the parameters that
    score ``validation``.
 2. ``PREDICT_ENTRY(jobs)``: ``jobs`` is a list of ``{"X": rows, "params": list}``, no labels at all;
-   the wrapper calls ``scaling_law(X, params)`` per job and returns the predictions.
+   the wrapper calls ``scaling_law(X, params)`` per job and returns the predictions. One process
+   predicts fit and validation points with the fit-split parameters, another train and test
+   points with the train-split parameters, so no state inside a process can pair validation
+   points with parameters derived from their labels.
 
 The wrapper runs inside the sandbox, so its answers are exactly as untrusted as the program: the
 parent validates everything (:mod:`discoverygym.rewards.scaling_laws`).
