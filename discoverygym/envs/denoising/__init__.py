@@ -183,8 +183,9 @@ class DenoisingTask(ProgramTask):
     def hidden_paths(self) -> list[str]:
         """Files a candidate must not read: they hold the full counts, so ``full - X_train`` is the test split.
 
-        They are passed to the sandbox as ``hidden_paths``: under bubblewrap they are replaced by empty
-        files for every library; without it only Python-level opens are refused, under any name
+        They are passed to the sandbox as ``hidden_paths``: under bubblewrap (with ``minimal_fs``:
+        only the interpreter and its libraries are shown, so no other copy of a data set, cache or
+        checkout is readable) they are replaced by empty files for every library; without it only Python-level opens are refused, under any name
         (real paths, ``/proc/*/root`` routes refused), but a C library such as HDF5 could still read
         them, so scoring without bubblewrap needs ``allow_unconfined=True``.
         """
@@ -199,7 +200,7 @@ class DenoisingTask(ProgramTask):
 
         return SandboxLimits(timeout_s=self.timeout_s, memory_mb=self.memory_mb, cpus=self.cpus,
                              result_bytes=result_bytes(shape), use_bwrap=self.use_bwrap,
-                             hidden_paths=tuple(os.path.realpath(p) for p in self.hidden_paths()))
+                             hidden_paths=tuple(os.path.realpath(p) for p in self.hidden_paths()), minimal_fs=True)
 
     def check_confinement(self) -> None:
         """Refuse to score where the held-out counts could be read: without bubblewrap, unless opted in.
