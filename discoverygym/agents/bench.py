@@ -149,7 +149,7 @@ def run_one(env_id: str, config: str, seed: int, budget_s: float) -> dict:
     Raises:
         ValueError: unknown config or env.
     """
-    from discoverygym.agents.trainer import ABLATIONS, Trainer, ablation_config
+    from discoverygym.agents.trainer import ABLATIONS, Trainer, ablation_config, default_policy
     from discoverygym.envs.base import DiscoveryEnv
     from discoverygym.envs.registry import ENVS
     from discoverygym.io import limit_native_threads
@@ -165,7 +165,8 @@ def run_one(env_id: str, config: str, seed: int, budget_s: float) -> dict:
             if not trace or m["score/best"] != trace[-1][1]:
                 trace.append((time.perf_counter() - t0, float(m["score/best"])))
 
-        trainer = Trainer(ablation_config(config, env_id=env_id, seed=seed, budget_s=budget_s), callback=on_step)
+        trainer = Trainer(ablation_config(config, env_id=env_id, seed=seed, budget_s=budget_s,
+                                          policy=default_policy(env_id)), callback=on_step)
         start["score"] = trainer.initial.score
         trace.insert(0, (time.perf_counter() - t0, float(trainer.initial.score)))
         result = trainer.run()

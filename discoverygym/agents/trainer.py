@@ -114,9 +114,9 @@ class TrainConfig:
     """
 
     env_id: str = "CirclePacking-26-v0"
-    # discoverygym.policy.POLICIES name, or an LLM spec; None: default_policy(env_id) ("operators"
-    # where the problem declares operators, else "gaussian")
-    policy: str | None = None
+    # discoverygym.policy.POLICIES name, or an LLM spec. `discoverygym train` and the discovery
+    # benchmark pass default_policy(env_id) ("operators" where the problem declares operators)
+    policy: str = "gaussian"
     policy_kwargs: dict = field(default_factory=dict)  # gaussian: {"sigma": 0.02, "polish": "auto"}
     steps: int | None = None  # None: TTT-Discover §4's 50 training steps; unlimited with a budget_s
     groups: int | None = None  # None: DEFAULT_GROUPS of the policy (TTT-Discover §4: 8 start states)
@@ -162,8 +162,6 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         """Resolve the per-learner defaults and refuse settings that cannot train (class docstring)."""
-        if self.policy is None:
-            self.policy = default_policy(self.env_id)
         groups, group_size = DEFAULT_GROUPS.get(self.policy, DEFAULT_GROUPS["*"])
         if self.groups is None:
             self.groups = groups
@@ -587,7 +585,8 @@ class Trainer:
                 meta["operator"] = sample.operator
             action = None if pending is not None else sample.action
             tasks.append(_EvalTask(pending, action, starts[g], seed, state_id, meta))
-        if workers <= 1 or len(tasks) <= 1:
+        deferred = any(t.pending is not None for t in tasks)  # nothing to compute: verify here (no IPC)
+        if workers <= 1 or len(tasks) <= 1 or (env.action_kind != "code" and not deferred):
             results = [_run_task(env, t) for t in tasks]
         elif env.action_kind == "code":
             from concurrent.futures import ThreadPoolExecutor
@@ -793,7 +792,7 @@ def _run_task(env: Any, task: _EvalTask) -> tuple[Any, State]:
     return action, child
 
 
-#: the env of a worker process (set in the parent before the pool forks, or by the initializer)
+#: the env of a worker process (set by the pool's initializer)
 _WORKER_ENV: Any = None
 
 
@@ -810,24 +809,23 @@ def _worker_run(task: _EvalTask) -> tuple[Any, State]:
 
 
 class _EvalPool:
-    """A pool of ``workers`` processes judging construction rollouts (``fork`` where available, so
-    the env is inherited, else ``spawn`` with the env pickled once per worker). Results come back
-    in task order, so the trainer's results do not depend on the number of workers."""
+    """A pool of ``workers`` processes judging construction rollouts. Workers start from a fresh
+    interpreter (``forkserver`` where available, else ``spawn``: forking a trainer that already runs
+    threads, e.g. torch's or a tokenizer's, can deadlock the child), each with its own unpickled copy
+    of the env. Results come back in task order, so the trainer's results do not depend on the number
+    of workers."""
 
     def __init__(self, env: Any, workers: int) -> None:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
 
-        global _WORKER_ENV
         self.workers = workers
-        methods = mp.get_all_start_methods()
-        if "fork" in methods:
-            _WORKER_ENV = env
-            ctx, init_env = mp.get_context("fork"), None
-        else:
-            ctx, init_env = mp.get_context("spawn"), env
+        method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+        ctx = mp.get_context(method)
+        if method == "forkserver":
+            ctx.set_forkserver_preload(["discoverygym.agents.trainer"])
         self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
-                                         initargs=(init_env,))
+                                         initargs=(env,))
 
     def map(self, tasks: list[_EvalTask]) -> list[tuple[Any, State]]:
         """Run the tasks; ``(action, child)`` per task, in order."""
