@@ -22,10 +22,10 @@ import sys
 # this folder holds selectors.py, which would shadow the standard library's module
 sys.path[:] = [p for p in sys.path if p not in ("", __file__.rsplit("/", 1)[0])]
 
-import argparse  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+from pathlib import Path
 
-from discoverygym.agents.bench import BENCH_ENVS, CONFIGS, run_benchmark  # noqa: E402
+from discoverygym.agents.bench import BENCH_ENVS, CONFIGS, run_benchmark
 
 
 def main(argv: list[str] | None = None) -> int:

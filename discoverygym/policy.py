@@ -41,10 +41,10 @@ from discoverygym.types import State
 __all__ = [
     "CHAT_BACKENDS",
     "CHAT_REFUSAL",
-    "DeferredAction",
     "LLM_BACKENDS",
     "LLM_SPECS",
     "POLICIES",
+    "DeferredAction",
     "Policy",
     "SamplingContext",
     "is_chat_spec",

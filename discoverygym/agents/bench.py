@@ -34,8 +34,17 @@ import numpy as np
 
 from discoverygym.io import atomic_write_json, atomic_write_text
 
-__all__ = ["BENCH_ENVS", "CONFIGS", "REFERENCES", "rank_test", "run_one", "summarize", "time_to_target",
-           "write_report", "run_benchmark"]
+__all__ = [
+    "BENCH_ENVS",
+    "CONFIGS",
+    "REFERENCES",
+    "rank_test",
+    "run_benchmark",
+    "run_one",
+    "summarize",
+    "time_to_target",
+    "write_report",
+]
 
 #: the benchmark's envs (issue 15)
 BENCH_ENVS = ("CirclePacking-26-v0", "CirclePacking-32-v0", "ErdosMinOverlap-v0", "FirstAutocorrelation-v0")
@@ -231,8 +240,8 @@ def summarize(results: Sequence[dict], problems: dict[str, Any]) -> list[dict]:
 
 
 def _fmt_table(rows: Sequence[dict], budget_s: float) -> str:
-    lines = [f"Best verified score at {budget_s:g} s wall per run (mean ± sd over seeds); t99.9 = seconds to 99.9% "
-             "of the record (runs that reached it); p = one-sided Mann-Whitney U, full better than the row.", "",
+    lines = [(f"Best verified score at {budget_s:g} s wall per run (mean ± sd over seeds); t99.9 = seconds to 99.9% "
+              "of the record (runs that reached it); p = one-sided Mann-Whitney U, full better than the row."), "",
              "| env | config | runs | mean ± sd | best | t99.9 (reached) | p (full better) | record |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:

@@ -55,7 +55,7 @@ from discoverygym.agents.losses import DEFAULT_LOSS, Loss, make_loss
 from discoverygym.agents.objectives import Objective, make_objective
 from discoverygym.agents.policies.edits import check_edit_format, edit_stats
 from discoverygym.io import atomic_write_json, available_cpus, limit_native_threads
-from discoverygym.policy import POLICIES, CHAT_REFUSAL, SamplingContext, is_chat_spec, is_llm_spec, split_spec
+from discoverygym.policy import CHAT_REFUSAL, POLICIES, SamplingContext, is_chat_spec, is_llm_spec, split_spec
 from discoverygym.search.reuse import EpsilonGreedyReuse, NoReuse, PUCTReuse, ReuseWrapper
 from discoverygym.types import State
 
@@ -69,9 +69,9 @@ DEFAULT_LR = {"numeric": 0.05, "llm": 4e-5}
 
 #: (groups, group_size) when none are given, per policy name ("*": every other policy, LLMs included):
 #: TTT-Discover §4's 8 × 64 for LLMs and the Gaussian policy; ours for the operator policy, whose
-#: rollouts each run a local optimiser (SLSQP, Adam): 4 × 8 gives a step every ~2 s on 2 cores, so
-#: PUCT re-picks start states and the policy updates ~100 times in 300 s.
-DEFAULT_GROUPS = {"operators": (4, 8), "*": (8, 64)}
+#: rollouts each run a local optimiser (SLSQP, Adam): 2 × 8 gives a step every few seconds on 2
+#: cores, so PUCT re-picks start states and the policy updates often within a 300 s budget.
+DEFAULT_GROUPS = {"operators": (2, 8), "*": (8, 64)}
 
 #: steps of a run with a wall budget and no step count (the budget ends it)
 UNLIMITED_STEPS = 10**9
@@ -303,7 +303,6 @@ def build_learners(config: TrainConfig, start: State, problem: Any) -> tuple[Any
     if config.family == "numeric":
         from discoverygym.agents.learner import NumericLearner
         from discoverygym.agents.policies import make_trainable_policy
-
         from discoverygym.policy import policy_factory
 
         check_polish_kwargs(config.policy_kwargs, problem)

@@ -13,14 +13,14 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("scipy")
 
-from discoverygym.agents.policies import make_trainable_policy  # noqa: E402
-from discoverygym.agents.policies.operators import OperatorPolicy  # noqa: E402
-from discoverygym.agents.trainer import Trainer, ablation_config  # noqa: E402
-from discoverygym.envs.base import DiscoveryEnv  # noqa: E402
-from discoverygym.envs.operators import circles  # noqa: E402
-from discoverygym.envs.registry import ENVS  # noqa: E402
-from discoverygym.policy import SamplingContext  # noqa: E402
-from discoverygym.types import State  # noqa: E402
+from discoverygym.agents.policies import make_trainable_policy
+from discoverygym.agents.policies.operators import OperatorPolicy
+from discoverygym.agents.trainer import Trainer, ablation_config
+from discoverygym.envs.base import DiscoveryEnv
+from discoverygym.envs.operators import circles
+from discoverygym.envs.registry import ENVS
+from discoverygym.policy import SamplingContext
+from discoverygym.types import State
 
 
 @pytest.fixture

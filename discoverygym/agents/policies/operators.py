@@ -27,6 +27,7 @@ in its worker processes together with the verification. Sources: TTT-Discover (a
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -80,6 +81,9 @@ class OperatorPolicy(nn.Module):
         operators: operator names, in the problem's order (:meth:`problem_kwargs` fills them).
         n_params: the number of parameters of each operator.
         epsilon: uniform floor of the operator distribution, in [0, 1).
+        init_units: per operator, the unit value of each parameter's declared default (or ``None``):
+            its Beta starts with its mode there (``a = 1 + c·m``, ``b = 1 + c·(1 − m)``); else Beta(1, 1).
+        concentration: ``c`` above (> 0).
         shape: ignored (the policy takes parents of any shape; kept for the policy factory's call).
 
     Raises:
@@ -93,6 +97,7 @@ class OperatorPolicy(nn.Module):
     action_modes = ("construction",)
 
     def __init__(self, operators: Sequence[str] = (), n_params: Sequence[int] = (), epsilon: float = 0.05,
+                 init_units: Sequence[Sequence[float | None]] | None = None, concentration: float = 4.0,
                  shape: Sequence[int] | None = None) -> None:
         super().__init__()
         operators, n_params = [str(o) for o in operators], [int(p) for p in n_params]
@@ -107,12 +112,21 @@ class OperatorPolicy(nn.Module):
         self.log_a = nn.Parameter(torch.zeros(k, p, dtype=torch.float64))
         self.log_b = nn.Parameter(torch.zeros(k, p, dtype=torch.float64))
         self.register_buffer("param_mask", torch.arange(p)[None, :] < torch.tensor(n_params)[:, None])
+        self.init_units = [list(u) for u in init_units] if init_units is not None else None
+        self.concentration = float(concentration)
+        with torch.no_grad():  # Beta with mode at the declared default: a = 1 + c m, b = 1 + c (1 - m)
+            for k, units in enumerate(self.init_units or []):
+                for i, m in enumerate(units[: n_params[k]]):
+                    if m is not None:
+                        self.log_a[k, i] = math.log(1 + self.concentration * m)
+                        self.log_b[k, i] = math.log(1 + self.concentration * (1 - m))
 
     @staticmethod
     def problem_kwargs(problem: Any) -> dict[str, Any]:
         """Constructor arguments describing ``problem``'s operators (names and parameter counts)."""
         ops = tuple(getattr(problem, "operators", ()) or ())
-        return {"operators": [o.name for o in ops], "n_params": [len(o.params) for o in ops]}
+        return {"operators": [o.name for o in ops], "n_params": [len(o.params) for o in ops],
+                "init_units": [[None if p.default is None else p.unit(p.default) for p in o.params] for o in ops]}
 
     # ------------------------------------------------------------------ distribution
     def op_probs(self) -> torch.Tensor:
@@ -193,6 +207,7 @@ class OperatorPolicy(nn.Module):
 
     def config(self) -> dict[str, Any]:
         """Constructor arguments (JSON) that rebuild a policy of the same architecture."""
-        return {"operators": list(self.operators), "n_params": list(self.n_params), "epsilon": self.epsilon}
+        return {"operators": list(self.operators), "n_params": list(self.n_params), "epsilon": self.epsilon,
+                "init_units": self.init_units, "concentration": self.concentration}
 
 

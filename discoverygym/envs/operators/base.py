@@ -21,6 +21,8 @@ class ParamSpec:
         log: sample on a log scale (``low > 0``): the policy's unit value ``u ∈ [0, 1]`` maps to
             ``low · (high/low)^u`` instead of ``low + u (high − low)``.
         doc: what the parameter does (units).
+        default: the usual value (inside the bounds) or ``None``: a policy starts with its
+            proposal distribution peaked there (:meth:`unit`), else uniform.
     """
 
     name: str
@@ -28,10 +30,18 @@ class ParamSpec:
     high: float
     log: bool = False
     doc: str = ""
+    default: float | None = None
 
     def __post_init__(self) -> None:
         if not self.low < self.high or (self.log and self.low <= 0):
             raise ValueError(f"parameter {self.name!r}: need low < high (and low > 0 on a log scale)")
+
+    def unit(self, value: float) -> float:
+        """The unit value ``u ∈ [0, 1]`` of a parameter value (the inverse of :meth:`value`)."""
+        v = min(max(float(value), self.low), self.high)
+        if self.log:
+            return float(np.log(v / self.low) / np.log(self.high / self.low))
+        return float((v - self.low) / (self.high - self.low))
 
     def value(self, unit: float) -> float:
         """The parameter value of a unit value ``unit ∈ [0, 1]`` (clipped to the interval)."""

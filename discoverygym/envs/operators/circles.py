@@ -97,8 +97,10 @@ def restart(x: np.ndarray, rng: np.random.Generator, radius: float) -> np.ndarra
     return _slsqp(z)
 
 
-SHAKE = Operator("shake_slsqp", shake, (ParamSpec("scale", 0.002, 0.15, log=True, doc="centre jitter (square sides)"),
-                                         ParamSpec("shrink", 0.6, 1.0, doc="radius factor")),
+# defaults: the perturbed-best SLSQP restart loop of the issue (jitter 0.05, radii x 0.9)
+SHAKE = Operator("shake_slsqp", shake, (ParamSpec("scale", 0.002, 0.15, log=True, doc="centre jitter (square sides)",
+                                                  default=0.05),
+                                        ParamSpec("shrink", 0.6, 1.0, doc="radius factor", default=0.9)),
                  "jitter all centres, shrink radii, SLSQP")
 PERTURB_K = Operator("perturb_k_slsqp", perturb_k,
                      (ParamSpec("fraction", 0.0, 0.5, doc="share of circles moved"),
