@@ -574,7 +574,8 @@ class Trainer:
         """
         workers = self._eval_workers()
         env = self.env.unwrapped
-        draws = [(f"{int(self.rng.integers(2**63)):016x}", int(self.rng.integers(2**31 - 1))) for _ in keys]
+        # ids salted: the env's generator (state ids of the initial state) runs the same stream for the same seed
+        draws = [(f"{int(self.rng.integers(2**63)) ^ _ID_SALT:016x}", int(self.rng.integers(2**31 - 1))) for _ in keys]
         tasks = []
         for (g, k), (state_id, seed) in zip(keys, draws):
             sample = samples[g][k]
@@ -762,6 +763,11 @@ class Trainer:
         # drop what a killed run logged after its checkpoint (the resumed run logs those steps again)
         (self.run_dir / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in self.history))
         truncate_jsonl(self.run_dir / "samples.jsonl", self.step_index)
+
+
+#: xor-ed into rollout ids drawn from the trainer's generator (``default_rng(seed)``, the same stream as the
+#: env's own generator, which draws the initial state's id), so that the two never coincide systematically
+_ID_SALT = 0x2545F4914F6CDD1D
 
 
 @dataclass
