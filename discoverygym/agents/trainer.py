@@ -9,8 +9,12 @@ Read :meth:`Trainer.train_step` top to bottom (CleanRL style):
    OpenAI-compatible server / vLLM engine that samples for a local learner). A numeric sample is a
    construction; an LLM sample is a program parsed from the response (unparseable responses are
    judged as a failing stub).
-3. **Evaluation**: every action is judged by the env (``env.unwrapped.evaluate``), in threads when
-   the env allows it, and recorded in the reuse archive in rollout order (``reuse.record``).
+3. **Evaluation**: every action (and a sample's deferred ``pending`` job: an operator or a polish) is
+   judged by the env (``env.unwrapped.evaluate``) against its start state, without re-verifying
+   it; constructions in ``eval_workers`` worker processes (``forkserver``: a script that trains must
+   guard its entry point with ``if __name__ == "__main__":``), programs in threads; children are
+   recorded in the reuse archive in rollout order (``reuse.record``), so results do not depend on
+   the number of workers.
 4. **Advantages**: ``objective(rewards[groups, group_size])`` (:mod:`~discoverygym.agents.objectives`);
    constant-reward groups are dropped.
 5. **Update** (:func:`~discoverygym.agents.batch.run_update` on the step's typed
