@@ -44,6 +44,7 @@ __all__ = [
     "LLM_BACKENDS",
     "LLM_SPECS",
     "POLICIES",
+    "DeferredAction",
     "Policy",
     "SamplingContext",
     "is_chat_spec",
@@ -86,10 +87,35 @@ class Policy(Protocol):
         """``n`` actions for each context, as a list (one entry per context) of lists."""
 
 
+class DeferredAction:
+    """Mixin for samples whose action is computed by a picklable job.
+
+    A sample with fields ``child`` (the computed action, or ``None``) and ``pending`` (a
+    zero-argument picklable callable, or ``None``) exposes ``action``: on first read it runs
+    ``pending()`` here; a trainer that runs ``pending`` in a worker process sets ``action``
+    (``child``) to the result instead, so the job runs once.
+    """
+
+    child: Any
+    pending: Any
+
+    @property
+    def action(self) -> Any:
+        """The action (computed from ``pending`` on first access)."""
+        if self.child is None and self.pending is not None:
+            self.child = self.pending()
+        return self.child
+
+    @action.setter
+    def action(self, value: Any) -> None:
+        self.child = value
+
+
 #: policy name -> "module:attr" of its factory (imported lazily).
 POLICIES: dict[str, str] = {
     "mutation": "discoverygym.agents.policies.mutation:GaussianMutation",
     "gaussian": "discoverygym.agents.policies.gaussian:GaussianPolicy",
+    "operators": "discoverygym.agents.policies.operators:OperatorPolicy",
 }
 
 #: backend prefix of an LLM ``--policy`` spec -> "module:Class" (imported lazily).

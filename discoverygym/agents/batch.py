@@ -42,8 +42,9 @@ NO_UPDATE = {"loss": 0.0, "kl": 0.0, "tokens": 0, "grad_norm": 0.0}
 def behaviour_logprobs(samples: Sequence[Any]) -> tuple[torch.Tensor, torch.Tensor] | None:
     """Behaviour log-probs and masks of samples, ``([B, T], [B, T] bool)``, or ``None`` if they carry none.
 
-    Numeric samples carry ``logprob``, a ``[U]`` float64 tensor per construction unit (every unit
-    is an action token, mask all True); LLM samples carry ``logprobs`` (list of float) and
+    Numeric samples carry ``logprob``, a ``[U]`` float64 tensor per construction unit or decision
+    (mask all True, or the samples' ``token_mask`` where they carry one: the operator policy's
+    padded decisions); LLM samples carry ``logprobs`` (list of float) and
     ``mask`` (list of bool), right-padded here to the longest (padding 0.0 / False, float32).
     Samples of a gradient-free learner (CEM) carry neither: ``None``.
     """
@@ -51,6 +52,8 @@ def behaviour_logprobs(samples: Sequence[Any]) -> tuple[torch.Tensor, torch.Tens
         return None
     if all(getattr(s, "logprob", None) is not None for s in samples):
         lp = torch.stack([torch.as_tensor(s.logprob) for s in samples])
+        if all(getattr(s, "token_mask", None) is not None for s in samples):
+            return lp, torch.stack([torch.as_tensor(s.token_mask, dtype=torch.bool) for s in samples])
         return lp, torch.ones_like(lp, dtype=torch.bool)
     if all(getattr(s, "logprobs", None) is not None for s in samples):
         from discoverygym.agents.losses import pad_behaviour

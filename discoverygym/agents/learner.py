@@ -99,12 +99,13 @@ class NumericLearner:
         """KL-shaped importance-sampling loss on ``samples`` (``[B]`` advantages), then one Adam step.
 
         Returns:
-            ``{"loss", "kl" (mean Δ per unit), "tokens" (B·U), "grad_norm"}``.
+            ``{"loss", "kl" (mean Δ per unit), "tokens" (action tokens), "grad_norm"}``.
         """
         if not samples:
             return {"loss": 0.0, "kl": 0.0, "tokens": 0, "grad_norm": 0.0}
         old_lp = torch.stack([s.logprob for s in samples])  # [B, U] behaviour log-probs
-        mask = torch.ones_like(old_lp, dtype=torch.bool)
+        mask = (self.policy.token_mask(samples) if hasattr(self.policy, "token_mask")
+                else torch.ones_like(old_lp, dtype=torch.bool))  # padded decisions (operator policy)
         with torch.no_grad():
             base_lp = self.reference.token_logprobs(samples)
         a_tok, delta = token_advantages(torch.as_tensor(advantages), old_lp, base_lp, mask, kl_coef, noise=0.0)
@@ -114,7 +115,7 @@ class NumericLearner:
         loss.backward()
         grad_norm = float(torch.nn.utils.clip_grad_norm_(list(self.policy.parameters()), float("inf")))
         self.optimizer.step()
-        return {"loss": float(loss.detach()), "kl": float(delta.mean()), "tokens": int(mask.sum()),
+        return {"loss": float(loss.detach()), "kl": float(delta[mask].mean()) if mask.any() else 0.0, "tokens": int(mask.sum()),
                 "grad_norm": grad_norm}
 
     def stats(self) -> dict[str, float]:

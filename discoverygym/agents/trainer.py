@@ -9,8 +9,12 @@ Read :meth:`Trainer.train_step` top to bottom (CleanRL style):
    OpenAI-compatible server / vLLM engine that samples for a local learner). A numeric sample is a
    construction; an LLM sample is a program parsed from the response (unparseable responses are
    judged as a failing stub).
-3. **Evaluation**: every action is judged by the env (``env.unwrapped.evaluate``), in threads when
-   the env allows it, and recorded in the reuse archive in rollout order (``reuse.record``).
+3. **Evaluation**: every action (and a sample's deferred ``pending`` job: an operator or a polish) is
+   judged by the env (``env.unwrapped.evaluate``) against its start state, without re-verifying
+   it; constructions in ``eval_workers`` worker processes (``forkserver``: a script that trains must
+   guard its entry point with ``if __name__ == "__main__":``), programs in threads; children are
+   recorded in the reuse archive in rollout order (``reuse.record``), so results do not depend on
+   the number of workers.
 4. **Advantages**: ``objective(rewards[groups, group_size])`` (:mod:`~discoverygym.agents.objectives`);
    constant-reward groups are dropped.
 5. **Update** (:func:`~discoverygym.agents.batch.run_update` on the step's typed
@@ -54,18 +58,38 @@ from discoverygym.agents.batch import TrainBatch, run_update
 from discoverygym.agents.losses import DEFAULT_LOSS, Loss, make_loss
 from discoverygym.agents.objectives import Objective, make_objective
 from discoverygym.agents.policies.edits import check_edit_format, edit_stats
-from discoverygym.io import atomic_write_json, available_cpus
-from discoverygym.policy import CHAT_REFUSAL, SamplingContext, is_chat_spec, is_llm_spec, split_spec
+from discoverygym.io import atomic_write_json, available_cpus, limit_native_threads
+from discoverygym.policy import CHAT_REFUSAL, POLICIES, SamplingContext, is_chat_spec, is_llm_spec, split_spec
 from discoverygym.search.reuse import EpsilonGreedyReuse, NoReuse, PUCTReuse, ReuseWrapper
 from discoverygym.types import State
 
-__all__ = ["ABLATIONS", "METRICS", "NaiveRL", "TTTDiscover", "TrainConfig", "TrainResult", "Trainer",
-           "ablation_config", "build_learners", "policy_mismatch", "scored_advantages"]
+__all__ = ["ABLATIONS", "DEFAULT_GROUPS", "METRICS", "NaiveRL", "TTTDiscover", "TrainConfig", "TrainResult", "Trainer",
+           "ablation_config", "build_learners", "default_policy", "policy_mismatch", "scored_advantages"]
 
 #: the learning rate when none is given: ours for the numeric policy (the paper's 4e-5 is for LoRA
 #: adapters of an LLM and moves a 100-parameter Gaussian policy by nothing visible in 50 steps),
 #: TTT-Discover App. A for LLM LoRA adapters.
 DEFAULT_LR = {"numeric": 0.05, "llm": 4e-5}
+
+#: (groups, group_size) when none are given, per policy name ("*": every other policy, LLMs included):
+#: TTT-Discover §4's 8 × 64 for LLMs and the Gaussian policy; ours for the operator policy, whose
+#: rollouts each run a local optimiser (SLSQP, Adam): 2 × 8 gives a step every few seconds on 2
+#: cores, so PUCT re-picks start states and the policy updates often within a 300 s budget.
+DEFAULT_GROUPS = {"operators": (2, 8), "*": (8, 64)}
+
+#: steps of a run with a wall budget and no step count (the budget ends it)
+UNLIMITED_STEPS = 10**9
+
+
+def default_policy(env_id: str) -> str:
+    """The numeric policy of ``env_id`` when none is given: ``"operators"`` when its problem declares
+    operators (:attr:`Problem.operators <discoverygym.envs.problem.Problem.operators>`), else
+    ``"gaussian"`` (also for program envs, which refuse every numeric policy)."""
+    from discoverygym.envs.registry import ENVS
+
+    problem = ENVS.get(env_id)
+    return "operators" if getattr(problem, "operators", ()) else "gaussian"
+
 
 #: the metrics every step reports (``metrics.jsonl`` and TensorBoard; ``beta/group_<g>``,
 #: ``policy/<name>`` and ``errors`` come on top). One schema for every learner.
@@ -94,11 +118,13 @@ class TrainConfig:
     """
 
     env_id: str = "CirclePacking-26-v0"
-    policy: str = "gaussian"  # discoverygym.policy.POLICIES name, or an LLM spec
-    policy_kwargs: dict = field(default_factory=dict)  # numeric: {"sigma": 0.02, "polish": "auto"}
-    steps: int = 50  # TTT-Discover §4: 50 training steps
-    groups: int = 8  # TTT-Discover §4: 8 groups (start states) per step
-    group_size: int = 64  # TTT-Discover §4: 64 rollouts per group (512 per step)
+    # discoverygym.policy.POLICIES name, or an LLM spec. `discoverygym train` and the discovery
+    # benchmark pass default_policy(env_id) ("operators" where the problem declares operators)
+    policy: str = "gaussian"
+    policy_kwargs: dict = field(default_factory=dict)  # gaussian: {"sigma": 0.02, "polish": "auto"}
+    steps: int | None = None  # None: TTT-Discover §4's 50 training steps; unlimited with a budget_s
+    groups: int | None = None  # None: DEFAULT_GROUPS of the policy (TTT-Discover §4: 8 start states)
+    group_size: int | None = None  # None: DEFAULT_GROUPS of the policy (TTT-Discover §4: 64 rollouts)
     objective: str = "entropic-adaptive"  # TTT-Discover §3.2: entropic, adaptive β (KL budget ln 2)
     objective_kwargs: dict = field(default_factory=dict)  # e.g. {"beta": 2.0} for entropic-constant
     loss: str = DEFAULT_LOSS  # agents.losses.LOSSES name (the loss seam); TTT-Discover App. A: IS loss
@@ -140,6 +166,13 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         """Resolve the per-learner defaults and refuse settings that cannot train (class docstring)."""
+        groups, group_size = DEFAULT_GROUPS.get(self.policy, DEFAULT_GROUPS["*"])
+        if self.groups is None:
+            self.groups = groups
+        if self.group_size is None:
+            self.group_size = group_size
+        if self.steps is None:
+            self.steps = 50 if self.budget_s is None else UNLIMITED_STEPS
         family = self.family
         if family == "llm":
             split_spec(self.policy)
@@ -274,9 +307,13 @@ def build_learners(config: TrainConfig, start: State, problem: Any) -> tuple[Any
     if config.family == "numeric":
         from discoverygym.agents.learner import NumericLearner
         from discoverygym.agents.policies import make_trainable_policy
+        from discoverygym.policy import policy_factory
 
         check_polish_kwargs(config.policy_kwargs, problem)
-        policy = make_trainable_policy(config.policy, np.shape(start.solution), **config.policy_kwargs)
+        # a policy shaped by the problem (the operator policy: its operators) says how
+        hook = getattr(policy_factory(config.policy), "problem_kwargs", None) if config.policy in POLICIES else None
+        kwargs = {**(hook(problem) if hook is not None else {}), **config.policy_kwargs}
+        policy = make_trainable_policy(config.policy, np.shape(start.solution), **kwargs)
         learner = NumericLearner(policy, lr=config.lr, adam_beta1=config.adam_beta1, adam_beta2=config.adam_beta2,
                                  adam_eps=config.adam_eps)
         return learner, learner
@@ -409,6 +446,7 @@ class Trainer:
         torch.manual_seed(config.seed)
         if config.torch_threads:
             torch.set_num_threads(config.torch_threads)  # process-wide (torch has no per-module setting)
+            limit_native_threads(config.torch_threads)  # BLAS too (SLSQP): processes give the parallelism
         self.sampler, self.learner = learners if learners is not None else build_learners(config, start, self.problem)
         self._install_loss(loss)
         self.last_batch: TrainBatch | None = None  # the latest step's batch (agents.batch), for outside code
@@ -416,6 +454,7 @@ class Trainer:
         self.history: list[dict] = []
         self._writer: Any = None
         self._tmp: str | None = None
+        self._pool: _EvalPool | None = None
         if resume:
             self._load_checkpoint()
         elif self.run_dir is not None:
@@ -519,40 +558,61 @@ class Trainer:
     def _eval_workers(self) -> int:
         if self.config.eval_workers:
             return self.config.eval_workers
-        env = self.env.unwrapped  # threads pay off only when each evaluation is its own process
-        return available_cpus() if env.thread_safe_evaluate and env.action_kind == "code" else 1
+        env = self.env.unwrapped  # constructions: worker processes; programs: threads (each its own sandbox)
+        if env.action_kind != "code" or env.thread_safe_evaluate:
+            return available_cpus()
+        return 1
 
     def _judge(self, starts: list[State], samples: list[list[Any]], keys: list[tuple[int, int]]) -> list[State]:
         """Judge every sample's action against its start state; returns the children in the order of
         ``keys`` (``(group, rollout)`` pairs, rollout order).
 
-        With ``eval_workers`` > 1 the actions are judged at once in threads (each program in its own
-        sandbox process), each with an id and a seed from the trainer's generator; the children are then
-        recorded through the reuse wrapper in rollout order, so the archive sees the same sequence
-        as with sequential evaluation.
+        Each rollout gets an id and a seed drawn here from the trainer's (checkpointed) generator in
+        rollout order, and is judged with ``env.unwrapped.evaluate(action, parent=start, ...)``: the
+        start state is never re-verified (no ``reset`` per rollout). A sample with a ``pending`` job
+        (:class:`~discoverygym.policy.DeferredAction`: an operator or a polish) has it run next to
+        its verification. With ``eval_workers`` > 1 construction rollouts run in a pool of worker
+        processes (:class:`_EvalPool`), programs in threads (each in its own sandbox process); the
+        children are then recorded through the reuse wrapper in rollout order, so the results are
+        identical for any number of workers.
         """
         workers = self._eval_workers()
         env = self.env.unwrapped
-        if workers <= 1:
-            children = []
-            for g, k in keys:
-                self.reuse.reset(options={"state": starts[g]})
-                _, _, _, _, info = self.reuse.step(samples[g][k].action)
-                children.append(info["state"])
-            return children
-        from concurrent.futures import ThreadPoolExecutor
+        # ids salted: the env's generator (state ids of the initial state) runs the same stream for the same seed
+        draws = [(f"{int(self.rng.integers(2**63)) ^ _ID_SALT:016x}", int(self.rng.integers(2**31 - 1))) for _ in keys]
+        tasks = []
+        for (g, k), (state_id, seed) in zip(keys, draws):
+            sample = samples[g][k]
+            pending = getattr(sample, "pending", None) if getattr(sample, "child", None) is None else None
+            meta = {"step": self.step_index}
+            if getattr(sample, "operator", None):
+                meta["operator"] = sample.operator
+            action = None if pending is not None else sample.action
+            tasks.append(_EvalTask(pending, action, starts[g], seed, state_id, meta))
+        deferred = any(t.pending is not None for t in tasks)  # nothing to compute: verify here (no IPC)
+        if workers <= 1 or len(tasks) <= 1 or (env.action_kind != "code" and not deferred):
+            results = [_run_task(env, t) for t in tasks]
+        elif env.action_kind == "code":
+            from concurrent.futures import ThreadPoolExecutor
 
-        # ids and seeds from the trainer's (checkpointed) generator, drawn here in rollout order
-        draws = [(f"{int(self.rng.integers(2**63)):016x}", int(self.rng.integers(2**31 - 1))) for _ in keys]
-        with ThreadPoolExecutor(max_workers=min(workers, len(keys))) as pool:
-            futures = [pool.submit(env.evaluate, samples[g][k].action, parent=starts[g], seed=seed, id=state_id,
-                                   metadata={"step": 0})
-                       for (g, k), (state_id, seed) in zip(keys, draws)]
-            judged = [f.result() for f in futures]
+            with ThreadPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
+                results = list(pool.map(lambda t: _run_task(env, t), tasks))
+        else:
+            if self._pool is None or self._pool.workers != workers:
+                self._close_pool()
+                self._pool = _EvalPool(env, workers)
+            results = self._pool.map(tasks)
         children = []
-        for (g, _), child in zip(keys, judged):
+        for (g, k), task, (action, child) in zip(keys, tasks, results):
+            if task.pending is not None:
+                samples[g][k].action = action
             children.append(self.reuse.record(child, parent=starts[g]))
         return children
+
+    def _close_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
 
     def _sync_weights(self) -> None:
         """Load the learner's new adapter into a separate sampler (server / engine) under a new name."""
@@ -589,6 +649,7 @@ class Trainer:
                                                  or self.step_index == self.config.steps):
                     self._save_checkpoint()
         finally:
+            self._close_pool()
             if self._writer is not None:
                 self._writer.close()
                 self._writer = None
@@ -706,6 +767,82 @@ class Trainer:
         # drop what a killed run logged after its checkpoint (the resumed run logs those steps again)
         (self.run_dir / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in self.history))
         truncate_jsonl(self.run_dir / "samples.jsonl", self.step_index)
+
+
+#: xor-ed into rollout ids drawn from the trainer's generator (``default_rng(seed)``, the same stream as the
+#: env's own generator, which draws the initial state's id), so that the two never coincide systematically
+_ID_SALT = 0x2545F4914F6CDD1D
+
+
+@dataclass
+class _EvalTask:
+    """One rollout to judge: a ``pending`` job (or a ready ``action``), its start state, seed and id."""
+
+    pending: Any
+    action: Any
+    parent: State
+    seed: int
+    id: str
+    metadata: dict
+
+
+def _run_task(env: Any, task: _EvalTask) -> tuple[Any, State]:
+    """``(action, child)``: the action (``task.pending()`` when deferred; a job that raises gives an
+    invalid child with the error) judged by ``env.evaluate`` against ``task.parent``."""
+    action = task.action
+    if task.pending is not None:
+        try:
+            action = task.pending()
+        except Exception as exc:  # noqa: BLE001 - an operator failure is a failed rollout, not a crash
+            child = State(None, None, env.failure_reward, False, id=task.id, parent_ids=(task.parent.id,),
+                          error=f"operator failed: {type(exc).__name__}: {exc}", metadata=dict(task.metadata))
+            return None, child
+    child = env.evaluate(action, parent=task.parent, seed=task.seed, id=task.id, metadata=task.metadata)
+    return action, child
+
+
+#: the env of a worker process (set by the pool's initializer)
+_WORKER_ENV: Any = None
+
+
+def _worker_init(env: Any) -> None:
+    global _WORKER_ENV
+    if env is not None:
+        _WORKER_ENV = env
+    torch.set_num_threads(1)
+    limit_native_threads(1)
+
+
+def _worker_run(task: _EvalTask) -> tuple[Any, State]:
+    return _run_task(_WORKER_ENV, task)
+
+
+class _EvalPool:
+    """A pool of ``workers`` processes judging construction rollouts. Workers start from a fresh
+    interpreter (``forkserver`` where available, else ``spawn``: forking a trainer that already runs
+    threads, e.g. torch's or a tokenizer's, can deadlock the child), each with its own unpickled copy
+    of the env. Results come back in task order, so the trainer's results do not depend on the number
+    of workers."""
+
+    def __init__(self, env: Any, workers: int) -> None:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        self.workers = workers
+        method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+        ctx = mp.get_context(method)
+        if method == "forkserver":
+            ctx.set_forkserver_preload(["discoverygym.agents.trainer"])
+        self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
+                                         initargs=(env,))
+
+    def map(self, tasks: list[_EvalTask]) -> list[tuple[Any, State]]:
+        """Run the tasks; ``(action, child)`` per task, in order."""
+        return list(self._pool.map(_worker_run, tasks))
+
+    def close(self) -> None:
+        """Stop the worker processes."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def policy_mismatch(config: TrainConfig, env: gym.Env | None = None) -> str | None:

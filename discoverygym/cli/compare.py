@@ -8,7 +8,9 @@ and, once every run is finished, ``summary.json``.
 The printed table gives, per config: the budget (evaluations and training wall time per run), the
 start score, the best score's mean ± sd over seeds, the best over seeds, and a one-sided
 Mann–Whitney U test (``scipy.stats.mannwhitneyu``) of "the first config is better than this one";
-one plain verdict line per config follows.
+one plain verdict line per config follows. The rank test is the discovery benchmark's
+(:func:`discoverygym.agents.bench.rank_test`, also ``benchmarks/discovery.py``); the study's runs
+are the trainer's with the same defaults as the benchmark's trainer configs.
 
 Without ``--run-dir`` every invocation gets a new study directory
 (``runs/compare-<env>-<YYYYmmdd-HHMMSS>``, suffixed ``-2``, ``-3``... if taken), so repeating a
@@ -32,6 +34,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from discoverygym.agents.bench import rank_test  # the benchmark's rank test (benchmarks/discovery.py)
+
 __all__ = ["ALPHA", "default_study_dir", "rank_test", "study"]
 
 #: significance level of the verdict lines.
@@ -52,17 +56,6 @@ def default_study_dir(env_id: str, parent: Path = Path("runs"), now: float | Non
         n += 1
         path = base.with_name(f"{base.name}-{n}")
     return path
-
-
-def rank_test(reference: list[float], other: list[float], direction: str) -> float | None:
-    """One-sided Mann–Whitney U p-value of "``reference`` scores are better than ``other``'s"
-    (``greater`` for a maximised score, ``less`` for a minimised one); ``None`` without data."""
-    if not reference or not other:
-        return None
-    from scipy.stats import mannwhitneyu
-
-    alternative = "greater" if direction == "max" else "less"
-    return float(mannwhitneyu(reference, other, alternative=alternative).pvalue)
 
 
 def _min_p(n: int, m: int) -> float:

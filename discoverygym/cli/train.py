@@ -92,7 +92,8 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", default=None,
-                   help="trainable policy: gaussian (default) or an LLM: hf:PATH_OR_ID, openai:URL, vllm:MODEL, "
+                   help="trainable policy: operators (default where the problem declares operators: circle packing, step "
+                        "functions), gaussian (default elsewhere, and with --sigma/--polish) or an LLM: hf:PATH_OR_ID, openai:URL, vllm:MODEL, "
                    "tinker:MODEL (programs, action_mode=code)")
     p.add_argument("--steps", type=int, default=None, help="training steps (default 50)")
     p.add_argument("--groups", type=int, default=None, help="groups (start states) per step (default 8)")
@@ -166,6 +167,19 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     if pk:
         out["policy_kwargs"] = pk
     return out
+
+
+def _with_default_policy(overrides: dict[str, Any], env_id: str) -> dict[str, Any]:
+    """``overrides`` with the default numeric policy of ``env_id`` when ``--policy`` is not given:
+    :func:`~discoverygym.agents.trainer.default_policy` (``operators`` for problems that declare
+    operators), or ``gaussian`` when a Gaussian-policy flag (``--sigma``, ``--polish``,
+    ``--polish-kwargs``) is given."""
+    if "policy" in overrides:
+        return overrides
+    from discoverygym.agents.trainer import default_policy
+
+    gaussian_flags = bool(overrides.get("policy_kwargs"))
+    return {**overrides, "policy": "gaussian" if gaussian_flags else default_policy(env_id)}
 
 
 class _Usage(Exception):
@@ -284,6 +298,7 @@ def _train(args: argparse.Namespace, console: Console) -> int:
                 if getattr(args, flag, None) is not None:
                     raise _Usage(f"--{flag.replace('_', '-')} applies to the numeric policy, not to LLM policies")
         _check_new_run_dir(run_dir)
+        overrides = _with_default_policy(overrides, args.env_id)
         config = _make_config(ablation_config, name, env_id=args.env_id, init=args.init, **overrides)
         initial = _load_init(args.init)
     if config.family == "numeric":
@@ -396,7 +411,7 @@ def _compare(args: argparse.Namespace, console: Console) -> int:
     if args.seeds < 1:
         raise _Usage(f"--seeds must be >= 1, got {args.seeds}")
     initial = _load_init(args.init)
-    overrides = _overrides(args)
+    overrides = _with_default_policy(_overrides(args), args.env_id)
     overrides.pop("seed", None)
 
     def make(name: str, seed: int, fields: dict) -> Any:

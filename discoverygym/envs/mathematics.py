@@ -11,6 +11,8 @@ from functools import partial
 
 import numpy as np
 
+from discoverygym.envs.operators.circles import CIRCLE_OPERATORS
+from discoverygym.envs.operators.steps import AC1_OPERATORS, AC2_OPERATORS, AC3_OPERATORS, ERDOS_OPERATORS
 from discoverygym.envs.polish import ac1_smooth_max, erdos_smooth_max, slsqp_circles
 from discoverygym.envs.problem import Problem
 from discoverygym.envs.render import circles, integer_set, sign_matrix, step_function
@@ -85,6 +87,7 @@ ERDOS = Problem(
     returns=_STEP_RETURNS,
     render=step_function,
     polish=erdos_smooth_max,
+    operators=ERDOS_OPERATORS,
 )
 
 AC1 = Problem(
@@ -105,6 +108,7 @@ AC1 = Problem(
     returns=_STEP_RETURNS,
     render=step_function,
     polish=ac1_smooth_max,
+    operators=AC1_OPERATORS,
 )
 
 AC2 = Problem(
@@ -125,6 +129,7 @@ AC2 = Problem(
     row_len=None,
     returns=_STEP_RETURNS,
     render=step_function,
+    operators=AC2_OPERATORS,
 )
 
 AC3 = Problem(
@@ -143,6 +148,7 @@ AC3 = Problem(
     row_len=None,
     returns=_STEP_RETURNS,
     render=step_function,
+    operators=AC3_OPERATORS,
 )
 
 
@@ -166,6 +172,7 @@ def circle_packing_problem(n: int, record: float, source: str, best_human: float
         render=circles,
         failure_reward=-1.0,  # Σr = 0 is a valid (if useless) packing with reward 0
         polish=slsqp_circles,
+        operators=CIRCLE_OPERATORS,
     )
 
 

@@ -53,6 +53,8 @@ class Problem:
         polish: the problem's deterministic local optimiser, ``x -> x'`` (float64 arrays of the
             construction's shape; :mod:`~discoverygym.envs.polish`), or ``None``; numeric
             policies apply it with ``polish="auto"``.
+        operators: the problem's search moves (:mod:`~discoverygym.envs.operators`), the choices of
+            the ``operators`` policy; empty when the problem declares none.
     """
 
     name: str
@@ -70,6 +72,7 @@ class Problem:
     failure_reward: float = 0.0
     entry: str = "construct"
     polish: Callable[..., np.ndarray] | None = None
+    operators: tuple[Any, ...] = ()
 
     def reward(self, score: float) -> float:
         """Reward of a valid score: ``score`` when maximised, ``reward_scale / score`` when minimised.

@@ -191,7 +191,7 @@ def test_cli_train_from_published_record_never_reports_worse(tmp_path, capsys):
 
 def test_cli_compare_writes_table_plot_and_runs(tmp_path, capsys):
     argv = ["compare", "CirclePacking-26-v0", "--configs", "full,naive-rl", "--seeds", "2", "--steps", "2",
-            "--groups", "2", "--group-size", "4", "--run-dir", str(tmp_path), "--json"]
+            "--groups", "2", "--group-size", "4", "--policy", "gaussian", "--run-dir", str(tmp_path), "--json"]
     assert agents_cli.main(argv) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert [r["config"] for r in out["rows"]] == ["full", "naive-rl"]

@@ -14,7 +14,7 @@ from discoverygym.cli import main
 from discoverygym.cli.compare import default_study_dir, rank_test
 
 TINY = ["CirclePacking-26-v0", "--configs", "full,naive-rl", "--seeds", "2", "--steps", "2", "--groups", "2",
-        "--group-size", "4"]
+        "--group-size", "4", "--policy", "gaussian"]  # the fast policy (operators run SLSQP)
 
 
 def test_study_prints_budget_start_spread_test_and_verdict(tmp_path, capsys, monkeypatch):

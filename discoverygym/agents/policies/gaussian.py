@@ -25,6 +25,7 @@ import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -32,30 +33,41 @@ import torch
 from torch import nn
 
 from discoverygym.envs.polish import get_polisher
-from discoverygym.policy import SamplingContext
+from discoverygym.policy import DeferredAction, SamplingContext
 
 __all__ = ["GaussianPolicy", "PolicySample"]
 
 _LOG_2PI = math.log(2 * math.pi)
 
 
+def _polish_job(polisher, child: np.ndarray, kwargs: dict) -> np.ndarray:
+    """``polisher(child, **kwargs)`` as float64 of ``child``'s shape (a picklable worker job)."""
+    return np.asarray(polisher(child, **kwargs), dtype=np.float64).reshape(child.shape)
+
+
 @dataclass
-class PolicySample:
+class PolicySample(DeferredAction):
     """One proposal of a numeric policy.
 
+    ``action`` (:class:`~discoverygym.policy.DeferredAction`) is the construction to evaluate
+    (numpy float64, the parent's shape), polished if set: the polish runs in ``pending`` (in the
+    trainer's worker processes, or on first access).
+
     Attributes:
-        action: the construction to evaluate (numpy float64, the parent's shape), polished if set.
+        child: the (polished) construction once computed.
         mask: ``[U]`` bool tensor, which units moved.
         move: ``[U, C]`` float64 tensor, the moves in spread units (0 where not moving).
         logprob: ``[U]`` float64 tensor, behaviour log-probability per unit (no gradient).
         parent_id: id of the parent state.
+        pending: the polish job (``None`` when unpolished or done).
     """
 
-    action: np.ndarray
+    child: Any
     mask: torch.Tensor
     move: torch.Tensor
     logprob: torch.Tensor
     parent_id: str = ""
+    pending: Any = None
 
 
 class GaussianPolicy(nn.Module):
@@ -171,7 +183,8 @@ class GaussianPolicy(nn.Module):
             logprob = self._unit_logprob(mask[None], move[None])[0]
         child = (cols + move_np * spread).reshape(x.shape)
         if polisher is not None:
-            child = np.asarray(polisher(child, **self.polish_kwargs), dtype=np.float64).reshape(x.shape)
+            job = partial(_polish_job, polisher, child, self.polish_kwargs)
+            return PolicySample(None, mask, move, logprob, parent_id, pending=job)
         return PolicySample(child, mask, move, logprob, parent_id)
 
     # ------------------------------------------------------------------ reference

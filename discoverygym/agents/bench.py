@@ -1,0 +1,318 @@
+"""The discovery benchmark: trainer configs and the references a user would pick instead, at one wall budget.
+
+One run = (env, config, seed) for ``budget_s`` seconds of wall time, recorded as a trace of
+``(seconds, best verified score)`` points. Configs:
+
+* trainer configs (:data:`~discoverygym.agents.trainer.ABLATIONS`: ``full`` = TTT-Discover,
+  ``no-training``, ``naive-rl``, ``expected-reward``...) with every other setting at its
+  default (the ``operators`` policy where the problem declares operators): one code path;
+* ``reference`` — the scipy reference of the problem family: ``scipy.optimize.basinhopping`` with
+  :func:`~discoverygym.envs.polish.slsqp_circles` as its local minimiser (circle packing; Wales &
+  Doye 1997), or restarts of the smoothed-max Adam polisher from perturbations of the best
+  (step functions; the gradient loop of AlphaEvolve's / TTT-Discover's programs);
+* ``cma-es`` — CMA-ES (``cma`` package, Hansen 2016 arXiv:1604.00772; separable for more than 200
+  variables) on the construction, scored exactly (circles through the radius repair of the polisher).
+
+Every candidate of every config is verified by the env's verifier; the best verified score counts.
+:func:`summarize` gives per config the mean ± sd of the best score, the time to reach 99.9% of
+the record and a one-sided Mann–Whitney U test of ``full`` against each other config
+(:func:`rank_test`, shared with ``discoverygym compare``); :func:`write_report` writes
+``table.md``, ``summary.json`` and ``plot.html`` (plotly: mean best score against wall time, one
+line per config).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from discoverygym.io import atomic_write_json, atomic_write_text
+
+__all__ = [
+    "BENCH_ENVS",
+    "CONFIGS",
+    "REFERENCES",
+    "rank_test",
+    "run_benchmark",
+    "run_one",
+    "summarize",
+    "time_to_target",
+    "write_report",
+]
+
+#: the benchmark's envs (issue 15)
+BENCH_ENVS = ("CirclePacking-26-v0", "CirclePacking-32-v0", "ErdosMinOverlap-v0", "FirstAutocorrelation-v0")
+#: the trainer configs measured by default, then the references
+CONFIGS = ("full", "no-training", "naive-rl", "expected-reward", "reference", "cma-es")
+REFERENCES = ("reference", "cma-es")
+
+
+def rank_test(reference: Sequence[float], other: Sequence[float], direction: str) -> float | None:
+    """One-sided Mann–Whitney U p-value of "``reference`` scores are better than ``other``'s"
+    (``alternative="greater"`` for a maximised score, ``"less"`` for a minimised one); ``None``
+    without data. Source: ``scipy.stats.mannwhitneyu``."""
+    if not reference or not other:
+        return None
+    from scipy.stats import mannwhitneyu
+
+    alternative = "greater" if direction == "max" else "less"
+    return float(mannwhitneyu(list(reference), list(other), alternative=alternative).pvalue)
+
+
+class _Tracker:
+    """Best verified score over wall time (the trace of one run)."""
+
+    def __init__(self, env: Any, t0: float) -> None:
+        self.env, self.t0 = env, t0
+        self.best: Any = None
+        self.trace: list[tuple[float, float]] = []
+
+    def offer(self, construction: Any) -> float:
+        """Verify ``construction``; returns its reward (the failure reward when invalid)."""
+        state = self.env.evaluate(construction)
+        if state.valid and (self.best is None or state.reward > self.best.reward):
+            self.best = state
+            self.trace.append((time.perf_counter() - self.t0, float(state.score)))
+        return float(state.reward)
+
+
+def _basinhopping_circles(env: Any, x0: np.ndarray, rng: np.random.Generator, track: _Tracker,
+                          deadline: float) -> None:
+    from scipy.optimize import OptimizeResult, basinhopping
+
+    from discoverygym.envs.operators.circles import MAXITER
+    from discoverygym.envs.polish import slsqp_circles
+
+    shape = x0.shape
+
+    def local(fun, x, args=(), **_):  # SLSQP polish as basinhopping's local minimiser
+        z = slsqp_circles(np.asarray(x).reshape(shape), maxiter=MAXITER)
+        reward = track.offer(z)
+        return OptimizeResult(x=z.ravel(), fun=-reward, success=True, nfev=1)
+
+    def step(x):  # centre jitter, radii shrunk (the "perturb" of basin hopping)
+        z = np.asarray(x).reshape(shape).copy()
+        z[:, :2] = np.clip(z[:, :2] + rng.normal(0, 0.05, z[:, :2].shape), 0, 1)
+        z[:, 2] *= 0.9
+        return z.ravel()
+
+    while time.perf_counter() < deadline:
+        basinhopping(lambda v: -float(np.asarray(v).reshape(shape)[:, 2].sum()), x0.ravel(), niter=10**9,
+                     T=0.01, take_step=step, minimizer_kwargs={"method": local},
+                     callback=lambda *a: time.perf_counter() >= deadline, seed=rng)
+
+
+def _adam_restarts(env: Any, x0: np.ndarray, rng: np.random.Generator, track: _Tracker, deadline: float) -> None:
+    polish = env.problem.polish
+    best = x0
+    track.offer(x0)
+    while time.perf_counter() < deadline:
+        x = best * (1.0 + 0.05 * rng.standard_normal(best.shape))
+        z = polish(np.abs(x), steps=60)
+        before = track.best
+        track.offer(z)
+        if track.best is not before:
+            best = np.asarray(track.best.solution, dtype=np.float64)
+
+
+def _cma(env: Any, x0: np.ndarray, rng: np.random.Generator, track: _Tracker, deadline: float) -> None:
+    import cma
+
+    from discoverygym.envs.polish import _shrink_to_feasible
+
+    shape, circles = x0.shape, x0.ndim == 2
+    scale = float(np.abs(x0).mean()) or 1.0
+
+    def objective(v):
+        z = np.asarray(v).reshape(shape)
+        z = _shrink_to_feasible(z) if circles else np.abs(z)
+        return -track.offer(z)
+
+    opts = {"seed": int(rng.integers(1, 2**31 - 1)), "verbose": -9, "CMA_diagonal": x0.size > 200,
+            "maxfevals": 10**9}
+    while time.perf_counter() < deadline:
+        es = cma.CMAEvolutionStrategy(x0.ravel(), 0.05 * scale, opts)
+        while not es.stop() and time.perf_counter() < deadline:
+            xs = es.ask()
+            es.tell(xs, [objective(x) for x in xs])
+        opts["seed"] += 1
+
+
+def run_one(env_id: str, config: str, seed: int, budget_s: float) -> dict:
+    """One benchmark run.
+
+    Args:
+        env_id: a construction env id; config: a trainer ablation name or one of :data:`REFERENCES`;
+        seed: seeds the env's initial state and the method; budget_s: wall budget (seconds).
+
+    Returns:
+        ``{"env_id", "config", "seed", "budget_s", "best", "initial", "trace": [[s, score], ...],
+        "elapsed_s"}`` (``best`` the best verified score).
+
+    Raises:
+        ValueError: unknown config or env.
+    """
+    from discoverygym.agents.trainer import ABLATIONS, Trainer, ablation_config, default_policy
+    from discoverygym.envs.base import DiscoveryEnv
+    from discoverygym.envs.registry import ENVS
+    from discoverygym.io import limit_native_threads
+
+    if env_id not in ENVS:
+        raise ValueError(f"unknown construction env {env_id!r}")
+    t0 = time.perf_counter()
+    if config in ABLATIONS:
+        trace: list[tuple[float, float]] = []
+        start = {}
+
+        def on_step(m: dict) -> None:
+            if not trace or m["score/best"] != trace[-1][1]:
+                trace.append((time.perf_counter() - t0, float(m["score/best"])))
+
+        trainer = Trainer(ablation_config(config, env_id=env_id, seed=seed, budget_s=budget_s,
+                                          policy=default_policy(env_id)), callback=on_step)
+        start["score"] = trainer.initial.score
+        trace.insert(0, (time.perf_counter() - t0, float(trainer.initial.score)))
+        result = trainer.run()
+        best, initial = float(result.best.score), float(start["score"])
+    elif config in REFERENCES:
+        limit_native_threads(1)
+        env = DiscoveryEnv(ENVS[env_id])
+        _, info = env.reset(seed=seed)
+        x0 = np.asarray(info["state"].solution, dtype=np.float64)
+        track = _Tracker(env, t0)
+        track.offer(x0)
+        rng = np.random.default_rng(seed)
+        deadline = t0 + budget_s
+        if config == "cma-es":
+            _cma(env, x0, rng, track, deadline)
+        elif x0.ndim == 2:
+            _basinhopping_circles(env, x0, rng, track, deadline)
+        else:
+            _adam_restarts(env, x0, rng, track, deadline)
+        trace, best, initial = track.trace, float(track.best.score), float(info["state"].score)
+    else:
+        raise ValueError(f"unknown config {config!r}; known: {', '.join((*ABLATIONS, *REFERENCES))}")
+    return {"env_id": env_id, "config": config, "seed": seed, "budget_s": budget_s, "best": best,
+            "initial": initial, "trace": [list(p) for p in trace], "elapsed_s": time.perf_counter() - t0}
+
+
+def time_to_target(trace: Sequence[Sequence[float]], record: float, direction: str, share: float = 0.999) -> float | None:
+    """Seconds until the trace first reached ``share`` of the record (``score ≥ share·record`` when
+    maximised, ``score ≤ record/share`` when minimised), or ``None`` if it never did."""
+    target = share * record if direction == "max" else record / share
+    for t, score in trace:
+        if (score >= target) if direction == "max" else (score <= target):
+            return float(t)
+    return None
+
+
+def summarize(results: Sequence[dict], problems: dict[str, Any]) -> list[dict]:
+    """One row per (env, config): ``n``, ``mean``, ``sd``, ``best``, ``t999`` (mean seconds to 99.9%
+    of the record over the runs that reached it), ``reached``, ``p_full`` (one-sided rank test of
+    ``full`` better than this config; ``None`` for ``full`` itself)."""
+    rows = []
+    envs = list(dict.fromkeys(r["env_id"] for r in results))
+    for env_id in envs:
+        problem = problems[env_id]
+        direction, record = problem.direction, float(problem.sota["value"])
+        by = {}
+        for r in results:
+            if r["env_id"] == env_id:
+                by.setdefault(r["config"], []).append(r)
+        full = [r["best"] for r in by.get("full", [])]
+        for config, runs in by.items():
+            scores = [r["best"] for r in runs]
+            times = [time_to_target(r["trace"], record, direction) for r in runs]
+            reached = [t for t in times if t is not None]
+            pick = max if direction == "max" else min
+            rows.append({"env_id": env_id, "config": config, "n": len(scores), "mean": statistics.fmean(scores),
+                         "sd": statistics.stdev(scores) if len(scores) > 1 else 0.0, "best": pick(scores),
+                         "t999": statistics.fmean(reached) if reached else None, "reached": len(reached),
+                         "p_full": None if config == "full" else rank_test(full, scores, direction),
+                         "record": record, "direction": direction})
+    return rows
+
+
+def _fmt_table(rows: Sequence[dict], budget_s: float) -> str:
+    lines = [(f"Best verified score at {budget_s:g} s wall per run (mean ± sd over seeds); t99.9 = seconds to 99.9% "
+              "of the record (runs that reached it); p = one-sided Mann-Whitney U, full better than the row."), "",
+             "| env | config | runs | mean ± sd | best | t99.9 (reached) | p (full better) | record |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        t = "—" if r["t999"] is None else f"{r['t999']:.0f} s ({r['reached']}/{r['n']})"
+        p = "—" if r["p_full"] is None else f"{r['p_full']:.3f}"
+        lines.append(f"| {r['env_id']} | {r['config']} | {r['n']} | {r['mean']:.7f} ± {r['sd']:.1e} | {r['best']:.7f} "
+                     f"| {t} | {p} | {r['record']:.7g} |")
+    return "\n".join(lines) + "\n"
+
+
+def _plot(results: Sequence[dict], problems: dict[str, Any], path: Path) -> None:
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    envs = list(dict.fromkeys(r["env_id"] for r in results))
+    fig = make_subplots(rows=len(envs), cols=1, subplot_titles=envs)
+    for i, env_id in enumerate(envs, start=1):
+        runs = [r for r in results if r["env_id"] == env_id]
+        budget = max(r["budget_s"] for r in runs)
+        grid = np.linspace(0, budget, 200)
+        for config in dict.fromkeys(r["config"] for r in runs):
+            curves = []
+            for r in runs:
+                if r["config"] != config or not r["trace"]:
+                    continue
+                t = np.array([p[0] for p in r["trace"]])
+                s = np.array([p[1] for p in r["trace"]])
+                idx = np.searchsorted(t, grid, side="right") - 1
+                curves.append(s[np.maximum(idx, 0)])  # before the first point: the start score
+            if curves:
+                fig.add_trace(go.Scatter(x=grid, y=np.mean(np.array(curves), axis=0), name=f"{env_id}: {config}",
+                                         mode="lines"), row=i, col=1)
+        fig.add_hline(y=float(problems[env_id].sota["value"]), line_dash="dot", row=i, col=1)
+        fig.update_xaxes(title_text="wall time (s)", row=i, col=1)
+        fig.update_yaxes(title_text="best verified score (mean over seeds)", row=i, col=1)
+    fig.update_layout(height=380 * len(envs), title="discovery benchmark: best score against wall time")
+    fig.write_html(str(path), include_plotlyjs=True)
+
+
+def write_report(results: Sequence[dict], out: Path, budget_s: float) -> list[dict]:
+    """``out/table.md``, ``out/summary.json`` and ``out/plot.html`` from the run results; returns the rows."""
+    from discoverygym.envs.registry import ENVS
+
+    rows = summarize(results, ENVS)
+    atomic_write_text(out / "table.md", _fmt_table(rows, budget_s))
+    atomic_write_json(out / "summary.json", {"budget_s": budget_s, "rows": rows})
+    _plot(results, ENVS, out / "plot.html")
+    return rows
+
+
+def run_benchmark(envs: Sequence[str], configs: Sequence[str], seeds: Sequence[int], budget_s: float, out: Path,
+                  log: Callable[[str], None] = print) -> list[dict]:
+    """Every (env, config, seed) run not already in ``out/runs/`` (resumable), then :func:`write_report`.
+
+    Returns:
+        The summary rows (:func:`summarize`).
+    """
+    out = Path(out)
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    results = []
+    for env_id in envs:
+        for config in configs:
+            for seed in seeds:
+                path = out / "runs" / f"{env_id}__{config}__seed{seed}.json"
+                if path.is_file():
+                    result = json.loads(path.read_text())
+                else:
+                    result = run_one(env_id, config, seed, budget_s)
+                    atomic_write_json(path, result)
+                log(f"{env_id} {config} seed {seed}: {result['best']:.10g}")
+                results.append(result)
+    return write_report(results, out, budget_s)
+
+

@@ -1,0 +1,128 @@
+"""Operators for step-function problems (Erdős minimum overlap, AC1, AC2, AC3).
+
+A construction is a 1-D array of ``n`` step heights. Each operator makes a variation and, when the
+problem has a smoothed-max polisher (:func:`~discoverygym.envs.polish.erdos_smooth_max`,
+:func:`~discoverygym.envs.polish.ac1_smooth_max`), ends with a few projected-Adam iterations on it:
+
+* ``adam`` — projected Adam on the log-sum-exp smoothed max with a temperature schedule
+  (``T`` then ``5T``): the gradient method of TTT-Discover's and AlphaEvolve's step-function programs
+  (arXiv 2601.16175 App. C; Novikov et al. 2025 §B.1–B.3);
+* ``block`` — a local multiplicative perturbation of a contiguous block of pieces;
+* ``upsample`` / ``downsample`` — ×2 refinement (each piece split in two; the bound is unchanged)
+  or ½ coarsening (pairs averaged), the resolution moves of those programs;
+* ``symmetrize`` — mix with the mirror image (``h ← (1 − λ) h + λ h[::-1]``);
+* ``shake`` — a global multiplicative perturbation.
+
+Without a polisher (AC2, AC3) the same variations are returned unpolished (verified like any
+candidate). Lengths stay within ``[MIN_PIECES, MAX_PIECES]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+import numpy as np
+
+from discoverygym.envs.operators.base import Operator, ParamSpec
+from discoverygym.envs.polish import ac1_smooth_max, erdos_smooth_max
+
+__all__ = ["MAX_PIECES", "MIN_PIECES", "step_operators"]
+
+MIN_PIECES = 8
+MAX_PIECES = 20000
+
+Polisher = Callable[..., np.ndarray] | None
+
+
+#: Adam iterations of the polish that ends every variation
+POLISH_STEPS = 40
+
+
+def _finish(h: np.ndarray, polisher: Polisher, clip: tuple[float, float] | None, steps: int | None = None,
+            **kw) -> np.ndarray:
+    steps = POLISH_STEPS if steps is None else steps
+    if clip is not None:
+        h = np.clip(h, *clip)
+    return h if polisher is None else polisher(h, steps=steps, **kw)
+
+
+def adam(x, rng, temp, lr, steps, *, polisher: Polisher, clip, temp0: float, lr0: float) -> np.ndarray:
+    """Two polish stages of ``steps`` iterations at temperatures ``temp0·temp·(1, 5)``, learning rate ``lr0·lr``."""
+    h = x
+    for factor in (1.0, 5.0):
+        h = _finish(h, polisher, clip, steps=int(steps), lr=lr0 * lr, temp=temp0 * temp * factor)
+    return h
+
+
+def block(x, rng, width, scale, *, polisher: Polisher, clip, **_) -> np.ndarray:
+    """A random block of ``max(1, width·n)`` pieces × (1 + scale·N(0, 1)), then a short polish (``POLISH_STEPS``)."""
+    n = len(x)
+    w = max(1, int(width * n))
+    start = int(rng.integers(0, n - w + 1))
+    h = x.copy()
+    h[start:start + w] *= 1.0 + scale * rng.standard_normal(w)
+    return _finish(np.abs(h) if clip is not None else h, polisher, clip)
+
+
+def upsample(x, rng, *, polisher: Polisher, clip, **_) -> np.ndarray:
+    """Each piece split in two (same function, twice the resolution), then a short polish (``POLISH_STEPS``)."""
+    h = np.repeat(x, 2) if 2 * len(x) <= MAX_PIECES else x
+    return _finish(h, polisher, clip)
+
+
+def downsample(x, rng, *, polisher: Polisher, clip, **_) -> np.ndarray:
+    """Pairs of pieces averaged (half the resolution; an odd last piece kept), then a short polish (``POLISH_STEPS``)."""
+    n = len(x)
+    if n // 2 < MIN_PIECES:
+        return _finish(x, polisher, clip)
+    h = x[: n - n % 2].reshape(-1, 2).mean(axis=1)
+    if n % 2:
+        h = np.append(h, x[-1])
+    return _finish(h, polisher, clip)
+
+
+def symmetrize(x, rng, mix, *, polisher: Polisher, clip, **_) -> np.ndarray:
+    """``(1 − mix) h + mix h[::-1]``, then a short polish (``POLISH_STEPS``)."""
+    return _finish((1 - mix) * x + mix * x[::-1], polisher, clip)
+
+
+def shake(x, rng, scale, *, polisher: Polisher, clip, **_) -> np.ndarray:
+    """Every piece × (1 + scale·N(0, 1)), then a short polish (``POLISH_STEPS``)."""
+    h = x * (1.0 + scale * rng.standard_normal(len(x)))
+    return _finish(np.abs(h) if clip is not None else h, polisher, clip)
+
+
+def step_operators(polisher: Polisher, clip: tuple[float, float] | None, temp0: float = 1.0,
+                   lr0: float = 1.0) -> tuple[Operator, ...]:
+    """The step-function operators of one problem.
+
+    Args:
+        polisher: its smoothed-max polisher (``polisher(h, steps=, lr=, temp=)``) or ``None``.
+        clip: value bounds applied before polishing (``(0, 1)`` Erdős, ``(0, inf)`` AC1/AC2), or
+            ``None`` (AC3: signed heights).
+        temp0, lr0: the polisher's base temperature and learning rate (the ``adam`` operator's
+            ``temp`` and ``lr`` parameters are factors of these).
+    """
+    kw = {"polisher": polisher, "clip": clip, "temp0": temp0, "lr0": lr0}
+    ops = [
+        Operator("block", partial(block, **kw), (ParamSpec("width", 0.005, 0.3, log=True, doc="share of pieces"),
+                                                  ParamSpec("scale", 0.005, 0.5, log=True, doc="relative change"))),
+        Operator("upsample", partial(upsample, **kw)),
+        Operator("downsample", partial(downsample, **kw)),
+        Operator("symmetrize", partial(symmetrize, **kw), (ParamSpec("mix", 0.0, 0.5, doc="mirror weight"),)),
+        Operator("shake", partial(shake, **kw), (ParamSpec("scale", 0.001, 0.2, log=True, doc="relative change"),)),
+    ]
+    if polisher is not None:
+        ops.insert(0, Operator("adam", partial(adam, **kw),
+                               (ParamSpec("temp", 0.3, 10.0, log=True, doc="temperature factor"),
+                                ParamSpec("lr", 0.1, 3.0, log=True, doc="learning-rate factor"),
+                                ParamSpec("steps", 10, 60, doc="Adam steps per stage"))))
+    return tuple(ops)
+
+
+#: Erdős: heights in [0, 1] (the polisher rescales to Σh = n/2); AC1: f ≥ 0
+ERDOS_OPERATORS = step_operators(erdos_smooth_max, (0.0, 1.0), temp0=2000.0, lr0=2e-3)
+AC1_OPERATORS = step_operators(ac1_smooth_max, (0.0, np.inf), temp0=200.0, lr0=1e-2)
+AC2_OPERATORS = step_operators(None, (0.0, np.inf))
+AC3_OPERATORS = step_operators(None, None)
