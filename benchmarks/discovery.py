@@ -17,11 +17,6 @@ Writes ``OUT/runs/*.json`` (one per run; an existing one is skipped: resumable),
 
 from __future__ import annotations
 
-import sys
-
-# this folder holds selectors.py, which would shadow the standard library's module
-sys.path[:] = [p for p in sys.path if p not in ("", __file__.rsplit("/", 1)[0])]
-
 import argparse
 from pathlib import Path
 

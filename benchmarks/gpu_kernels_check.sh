@@ -30,5 +30,5 @@ if ! command -v bwrap >/dev/null 2>&1; then
 fi
 export PYTHONUNBUFFERED=1
 "$PY" -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'cuda', torch.cuda.is_available())"
-# as a module: run as a script, benchmarks/selectors.py would shadow the standard library's selectors
+# as a module, so that benchmarks/ resolves as a package from the repository root
 exec timeout 355 "$PY" -m benchmarks.gpu_kernels_check "$@"

@@ -23,15 +23,9 @@ each is called once on a tiny problem first (imports, skglm's numba compilation)
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 import warnings
 from collections.abc import Callable
-
-# benchmarks/selectors.py would shadow the standard library's `selectors` (imported by subprocess)
-# when this file is run as a script: drop the script's own folder from the import path.
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
 
 import numpy as np
 from rich.console import Console

@@ -22,9 +22,9 @@ import time
 
 import numpy as np
 
-from discoverygym.envs.polish import get_polisher
 from discoverygym.agents.trainer import Trainer, ablation_config
 from discoverygym.envs.base import DiscoveryEnv
+from discoverygym.envs.polish import get_polisher
 from discoverygym.envs.registry import ENVS
 
 #: env id -> (trainer overrides, the issue's target for the full method)

@@ -16,16 +16,9 @@ p is 1/252 ≈ 0.004; p ≥ 0.05 means no evidence of an improvement (not eviden
 
 from __future__ import annotations
 
-import os
-import sys
-
-# this file is named like the standard library's ``selectors`` (the name): run as a script,
-# its folder comes first on sys.path and would shadow it for subprocess/asyncio; drop that entry
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.getcwd()) != _HERE]
-
 import argparse
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path

@@ -57,7 +57,13 @@ from importlib.util import find_spec
 from typing import Any
 
 from discoverygym.errors import SandboxError
-from discoverygym.sandbox._process import bwrap_usr_args, choose_backend, kill_group, read_available, remove_tree
+from discoverygym.sandbox._process import (
+    bwrap_usr_args,
+    choose_backend,
+    kill_group,
+    read_available,
+    remove_tree,
+)
 from discoverygym.sandbox._runner import RUNNER_FAILURE_EXIT, STARTED_MARKER
 from discoverygym.sandbox.probes import NO_BWRAP_ENV, NO_LANDLOCK_ENV, command_succeeds, switched_off
 
