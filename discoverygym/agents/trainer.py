@@ -69,7 +69,10 @@ __all__ = ["ABLATIONS", "DEFAULT_GROUPS", "METRICS", "NaiveRL", "TTTDiscover", "
 #: the learning rate when none is given: ours for the numeric policy (the paper's 4e-5 is for LoRA
 #: adapters of an LLM and moves a 100-parameter Gaussian policy by nothing visible in 50 steps),
 #: TTT-Discover App. A for LLM LoRA adapters.
-DEFAULT_LR = {"numeric": 0.05, "llm": 4e-5}
+#: learning rate per policy name, else per learner family. The operator policy learns a handful of
+#: logits and Beta parameters within a few dozen steps of a CPU budget (0.3: measured on
+#: CirclePacking-26-v0 at 60 s; 0.05 barely moved the operator choice in that time)
+DEFAULT_LR = {"operators": 0.3, "numeric": 0.05, "llm": 4e-5}
 
 #: (groups, group_size) when none are given, per policy name ("*": every other policy, LLMs included):
 #: TTT-Discover §4's 8 × 64 for LLMs and the Gaussian policy; ours for the operator policy, whose
@@ -94,7 +97,7 @@ def default_policy(env_id: str) -> str:
 #: the metrics every step reports (``metrics.jsonl`` and TensorBoard; ``beta/group_<g>``,
 #: ``policy/<name>`` and ``errors`` come on top). One schema for every learner.
 METRICS = ("step", "reward/max", "reward/mean", "reward/min", "score/best", "reward/best", "beta/mean", "kl",
-           "loss", "grad_norm", "train_tokens", "groups_kept", "valid_fraction", "unscored_fraction", "parsed_fraction",
+           "loss", "grad_norm", "train_tokens", "groups_kept", "valid_fraction", "unscored_fraction", "repeat_fraction", "parsed_fraction",
            "edit/parse_fail_rate", "edit/apply_fail_rate", "edit/fallback_rate", "archive/size", "perf/sample_s", "perf/eval_s", "perf/train_s", "perf/evals_per_s",
            "perf/tokens_per_s", "perf/step_time_s")
 
@@ -132,6 +135,7 @@ class TrainConfig:
     reuse: str = "puct"  # TTT-Discover App. A.2: PUCT; ablations: "epsilon" (ε = 0.1), "none"
     reuse_kwargs: dict = field(default_factory=dict)  # e.g. {"c": 1.0} (App. A.2)
     train: bool = True  # False: the "no training" / "best-of-N" ablations (policy frozen)
+    skip_repeats: bool = True  # rollouts that only reproduce their start state's reward get no advantage (is_repeat)
     kl_coef: float = 0.1  # TTT-Discover App. A: λ of token-level KL shaping (0.01 for AtCoder)
     lr: float | None = None  # None: DEFAULT_LR of the learner family
     adam_beta1: float = 0.9  # TTT-Discover App. A
@@ -179,7 +183,7 @@ class TrainConfig:
             if is_chat_spec(self.policy):
                 raise ValueError(CHAT_REFUSAL.format(command="train"))
         if self.lr is None:
-            self.lr = DEFAULT_LR[family]
+            self.lr = DEFAULT_LR.get(self.policy, DEFAULT_LR[family])
         if self.update_on_constant is None:
             self.update_on_constant = family == "llm"
         check_edit_format(self.edit_format)
@@ -496,13 +500,16 @@ class Trainer:
         # 3. evaluation, recorded in the archive in rollout order
         rewards = torch.zeros(cfg.groups, cfg.group_size, dtype=torch.float64)
         scored = torch.ones(cfg.groups, cfg.group_size, dtype=torch.bool)
-        n_valid = n_parsed = 0
+        n_valid = n_parsed = n_repeat = 0
         errors: dict[str, int] = {}
         keys = [(g, k) for g, group in enumerate(samples) for k in range(len(group))]
         for (g, k), child in zip(keys, self._judge(starts, samples, keys)):
             sample = samples[g][k]
             rewards[g, k] = child.reward
-            scored[g, k] = not child.unscored
+            # unscored rollouts, and repeats of their start state when cfg.skip_repeats, carry no signal
+            repeat = cfg.skip_repeats and is_repeat(child, starts[g])
+            n_repeat += repeat
+            scored[g, k] = not child.unscored and not repeat
             n_valid += child.valid
             parse_error = getattr(sample, "parse_error", None)
             n_parsed += parse_error is None
@@ -543,7 +550,8 @@ class Trainer:
             "groups_kept": int(adv.keep.sum()), "valid_fraction": n_valid / rewards.numel(),
             "parsed_fraction": n_parsed / rewards.numel(),
             **edit_stats([s for group in samples for s in group]),
-            "unscored_fraction": float((~scored).sum()) / rewards.numel(),
+            "unscored_fraction": float((~scored).sum() - n_repeat) / rewards.numel(),
+            "repeat_fraction": n_repeat / rewards.numel(),
             **{f"policy/{k}": v for k, v in self.learner.stats().items()},
             "archive/size": len(self.reuse.archive),
             "perf/sample_s": sample_s, "perf/eval_s": eval_s, "perf/train_s": train_s,
@@ -865,6 +873,25 @@ def policy_mismatch(config: TrainConfig, env: gym.Env | None = None) -> str | No
     return (f"{config.env_id} takes programs, which policy {config.policy!r} cannot write (it proposes "
             "constructions): train it with an LLM policy (--policy hf:PATH_OR_ID, openai:URL, vllm:MODEL, "
             "tinker:MODEL)")
+
+
+#: relative reward difference below which a child only repeats its start state (:func:`is_repeat`)
+REPEAT_RTOL = 1e-12
+
+
+def is_repeat(child: State, start: State) -> bool:
+    """Whether a valid ``child`` only reproduces its valid ``start`` state's reward (to :data:`REPEAT_RTOL`).
+
+    Such a rollout (an operator whose local optimiser fell back into the parent's basin, a program
+    that rebuilt the parent) says nothing about which decisions lead to better states: rewarding it
+    like any other teaches a policy to copy its parent, the safest move under an expected-reward
+    objective and the opposite of discovery. With ``TrainConfig.skip_repeats`` (default) it gets no
+    advantage and no update, like an unscored rollout, for every config alike; it still enters
+    the archive (which deduplicates it).
+    """
+    if not (child.valid and start.valid) or child.unscored or start.unscored:
+        return False
+    return abs(child.reward - start.reward) <= REPEAT_RTOL * max(abs(start.reward), 1.0)
 
 
 def scored_advantages(objective: Objective, rewards: torch.Tensor, scored: torch.Tensor) -> tuple[Any, torch.Tensor]:

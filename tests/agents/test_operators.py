@@ -148,3 +148,42 @@ def test_discovery_benchmark_runs_and_writes_table_and_plot(tmp_path, quick_slsq
     stamp = (out / "runs" / runs[0]).stat().st_mtime_ns
     assert module.main(argv) == 0  # resumable: finished runs are read back, not rerun
     assert (out / "runs" / runs[0]).stat().st_mtime_ns == stamp
+
+
+def _state(reward: float, **kw) -> State:
+    return State(solution=[reward], score=reward, reward=reward, valid=True, **kw)
+
+
+def test_is_repeat_only_for_a_valid_child_with_its_start_states_reward():
+    from discoverygym.agents.trainer import is_repeat
+
+    start = _state(2.5)
+    assert is_repeat(_state(2.5), start)
+    assert not is_repeat(_state(2.5 + 1e-9), start)  # a real (if tiny) improvement is a signal
+    assert not is_repeat(_state(2.5 - 1e-9), start)
+    assert not is_repeat(State(solution=None, score=None, reward=2.5, valid=False), start)
+
+
+def test_repeats_of_the_start_state_get_no_advantage_unless_asked(monkeypatch, quick_slsqp):
+    """Half the rollouts reproduce their start state's reward: with skip_repeats (the default) they
+    are left out of the update and counted in repeat_fraction; with skip_repeats=False they count."""
+    real_judge = Trainer._judge
+
+    def judge(self, starts, samples, keys):
+        children = real_judge(self, starts, samples, keys)
+        return [dataclasses.replace(starts[g], id=f"{c.id}-copy") if k % 2 == 0 else c
+                for (g, k), c in zip(keys, children)]
+
+    monkeypatch.setattr(Trainer, "_judge", judge)
+    for skip in (True, False):
+        cfg = ablation_config("full", env_id="CirclePacking-26-v0", policy="operators", steps=1, groups=2,
+                              group_size=4, eval_workers=1, image_every=0, skip_repeats=skip)
+        trainer = Trainer(cfg)
+        metrics = trainer.train_step()
+        kept = trainer.last_batch.kept.tolist()
+        if skip:
+            assert metrics["repeat_fraction"] == 0.5 and metrics["unscored_fraction"] == 0.0
+            assert kept == [False, True] * 4  # the copies are left out of the update
+        else:
+            assert metrics["repeat_fraction"] == 0.0
+            assert kept == [True] * 8
