@@ -30,11 +30,14 @@ def test_grpo_objective_example_normalises_each_group_as_documented():
     assert trainer.step_index == 2
     batch = trainer.last_batch
     for group in batch.groups:  # the batch's advantages are the objective's: (r - mean) / (std + eps)
-        r = group.rewards
+        # over the scored rollouts (repeats of the start state are left out: Trainer skip_repeats)
+        s = torch.ones_like(group.rewards, dtype=torch.bool) if group.scored is None else group.scored
+        r, a = group.rewards[s], group.advantages[s]
         if group.keep:
-            assert torch.allclose(group.advantages, (r - r.mean()) / (r.std() + 1e-6))
-            assert abs(float(group.advantages.mean())) < 1e-9
-            assert float(group.advantages.std()) == pytest.approx(1.0, abs=1e-2)
+            assert torch.allclose(a, (r - r.mean()) / (r.std() + 1e-6))
+            assert torch.all(group.advantages[~s] == 0)
+            assert abs(float(a.mean())) < 1e-9
+            assert float(a.std()) == pytest.approx(1.0, abs=1e-2)
         else:
             assert torch.all(group.advantages == 0)
     adv = ns["grpo"](torch.tensor([[1.0, 2.0, 3.0], [2.0, 2.0, 2.0]], dtype=torch.float64))
