@@ -270,7 +270,8 @@ def _train(args: argparse.Namespace, console: Console) -> int:
     """``train`` for every learner: the numeric policy on constructions, an LLM on programs."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from discoverygym.agents.trainer import ABLATIONS, TrainConfig, Trainer, ablation_config, policy_mismatch
+    from discoverygym.agents.trainer import (ABLATIONS, UNLIMITED_STEPS, TrainConfig, Trainer, ablation_config,
+                                             policy_mismatch)
     from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
     from discoverygym.policy import is_llm_spec
 
@@ -311,13 +312,15 @@ def _train(args: argparse.Namespace, console: Console) -> int:
                         TextColumn("best {task.fields[best]}"), TextColumn("{task.fields[rate]} eval/s"),
                         TimeElapsedColumn(), console=console, disable=args.json or not console.is_terminal)
     plain = not args.json and not console.is_terminal
-    task = progress.add_task(config.name, total=config.steps, best="—", rate="—")
+    bounded = config.budget_s is None or config.steps < UNLIMITED_STEPS  # else the budget ends the run
+    task = progress.add_task(config.name, total=config.steps if bounded else None, best="—", rate="—")
+    of_steps = f"/{config.steps}" if bounded else ""
 
     def on_step(m: dict) -> None:
         progress.update(task, completed=m["step"], best=_fmt(m["score/best"]), rate=f"{m['perf/evals_per_s']:.0f}")
         if plain:
             extra = f"  parsed {m['parsed_fraction']:.2f}  loss {m['loss']:.4g}" if llm else ""
-            print(f"step {m['step']}/{config.steps}  best {_fmt(m['score/best'])}  reward mean "
+            print(f"step {m['step']}{of_steps}  best {_fmt(m['score/best'])}  reward mean "
                   f"{m['reward/mean']:.6g}  valid {m['valid_fraction']:.2f}{extra}  {m['perf/step_time_s']:.2f} s",
                   flush=True)
 
