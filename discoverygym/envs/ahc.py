@@ -22,7 +22,6 @@ Example:
 from __future__ import annotations
 
 import math
-import operator
 import os
 from functools import lru_cache
 from importlib import resources
@@ -32,6 +31,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from discoverygym.envs.core import positive_int
 from discoverygym.envs.program import ProgramTask
 from discoverygym.errors import InvalidSolution
 from discoverygym.rewards.ahc import ahc039, ahc058
@@ -224,22 +224,12 @@ _MAX_CASE_BYTES = 64 << 20
 
 
 def _count(name: str, value) -> int | None:
-    """An optional positive int option (``None`` kept); floats and bools are refused.
+    """An optional positive int option (``None`` kept; :func:`~discoverygym.envs.core.positive_int`).
 
     Raises:
         TypeError: not an integer; ValueError: < 1.
     """
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    try:
-        number = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int, got {value!r}") from None
-    if number < 1:
-        raise ValueError(f"{name} must be >= 1, got {number}")
-    return number
+    return None if value is None else positive_int(name, value)
 
 
 def _read_case(rules: ModuleType, path: Path) -> Case:

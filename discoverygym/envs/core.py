@@ -15,6 +15,7 @@ Code outside ``envs/`` never asks which kind of env it holds: it reads
 from __future__ import annotations
 
 import dataclasses
+import operator
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal, TypeVar
@@ -31,7 +32,8 @@ ActType = TypeVar("ActType")
 #: what an env's actions are: ``"construction"`` (array/list) or ``"code"`` (program text).
 ActionKind = Literal["construction", "code"]
 
-__all__ = ["MEASUREMENTS", "ActType", "ActionKind", "CandidateEnv", "ObsType", "problem_header", "reward_of"]
+__all__ = ["MEASUREMENTS", "ActType", "ActionKind", "CandidateEnv", "ObsType", "positive_int", "problem_header",
+           "reward_of"]
 
 #: metadata keys that are measurements (vary run to run), kept out of ``info["metrics"]``.
 MEASUREMENTS = ("stdout", "stderr", "elapsed_s", "sandbox_s")
@@ -292,3 +294,20 @@ class CandidateEnv(gym.Env[ObsType, ActType], ABC):
                      for k, v in self.problem.sota.items()},
             "failure_reward": self.failure_reward,
         }
+
+
+def positive_int(name: str, value: Any) -> int:
+    """``value`` as an int >= 1, for a task option named ``name`` (bools and floats refused).
+
+    Raises:
+        TypeError: not an integer; ValueError: < 1.
+    """
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {value!r}") from None
+    if number < 1:
+        raise ValueError(f"{name} must be >= 1, got {number}")
+    return number

@@ -43,7 +43,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
-import operator
 import os
 import weakref
 from collections import OrderedDict
@@ -53,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from discoverygym.envs.core import positive_int
 from discoverygym.envs.program import ProgramTask
 from discoverygym.errors import BackendUnavailable, InvalidSolution
 from discoverygym.io import available_cpus
@@ -95,23 +95,6 @@ def eigen_include() -> str | None:
     return next((d for d in EIGEN_DIRS if os.path.isfile(os.path.join(d, "Eigen", "Dense"))), None)
 
 
-def _positive_int(name: str, value: Any) -> int:
-    """``value`` as an int >= 1 (bools and floats refused).
-
-    Raises:
-        TypeError: not an integer; ValueError: < 1.
-    """
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    try:
-        number = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int, got {value!r}") from None
-    if number < 1:
-        raise ValueError(f"{name} must be >= 1, got {number}")
-    return number
-
-
 def _select(problems: Sequence[int | str] | None, n_problems: int | None) -> tuple[int, ...]:
     """Indices into :data:`~discoverygym.rewards.lasso.PROBLEMS` of the chosen problems.
 
@@ -140,7 +123,7 @@ def _select(problems: Sequence[int | str] | None, n_problems: int | None) -> tup
         if not chosen or len(set(chosen)) != len(chosen):
             raise ValueError(f"problems must be a non-empty list without repeats, got {problems!r}")
     if n_problems is not None:
-        n_problems = _positive_int("n_problems", n_problems)
+        n_problems = positive_int("n_problems", n_problems)
         if n_problems > len(chosen):
             raise ValueError(f"n_problems={n_problems} is more than the {len(chosen)} problems chosen")
         chosen = chosen[:n_problems]
@@ -220,13 +203,13 @@ class LassoPathTask(ProgramTask):
             if not isinstance(value, bool):
                 raise TypeError(f"{flag} must be True or False, got {value!r}")
         self.real, self.openmp, self.compare_initial = real, openmp, compare_initial
-        self.time_runs = _positive_int("time_runs", time_runs)
+        self.time_runs = positive_int("time_runs", time_runs)
         if isinstance(time_limit_s, bool) or not isinstance(time_limit_s, (int, float, np.integer, np.floating)):
             raise TypeError(f"time_limit_s must be a number of seconds, got {time_limit_s!r}")
         if not (math.isfinite(time_limit_s) and 0 < time_limit_s <= MAX_TIME_LIMIT_S):
             raise ValueError(f"time_limit_s must be > 0 and <= {MAX_TIME_LIMIT_S:g} s, got {time_limit_s!r}")
         self.time_limit_s = float(time_limit_s)
-        self.memory_mb = _positive_int("memory_mb", memory_mb)
+        self.memory_mb = positive_int("memory_mb", memory_mb)
         if not 64 <= self.memory_mb <= 1 << 24:
             raise ValueError(f"memory_mb must be in [64, {1 << 24}], got {self.memory_mb}")
         self.allow_unconfined = allow_unconfined

@@ -73,6 +73,16 @@ class Case:
     reference_cnots: int
 
 
+def _swap(l2p: dict, p2l: dict, p: int, q: int) -> None:
+    """Apply a SWAP on physical qubits ``p``, ``q`` to the layout in place: ``l2p`` logical → physical,
+    ``p2l`` physical → logical (a physical qubit holding no logical one has no ``p2l`` entry)."""
+    lp, lq = p2l.pop(p, None), p2l.pop(q, None)
+    if lp is not None:
+        l2p[lp], p2l[q] = q, lp
+    if lq is not None:
+        l2p[lq], p2l[p] = p, lq
+
+
 def parse_qasm3(text: str) -> Circuit:
     """Parse the OpenQASM 3 subset of the suite (one ``qubit[n] q;`` register, standard gates).
 
@@ -240,11 +250,7 @@ def check_routing(circuit: Circuit, topology: Topology, result: Any) -> int:
             p, q = op
             if (min(p, q), max(p, q)) not in edges:
                 raise InvalidSolution(f"ops[{k}]: SWAP on physical ({p}, {q}), not a coupling edge")
-            lp, lq = p2l.pop(p, None), p2l.pop(q, None)
-            if lp is not None:
-                l2p[lp], p2l[q] = q, lp
-            if lq is not None:
-                l2p[lq], p2l[p] = p, lq
+            _swap(l2p, p2l, p, q)
             swaps += 1
         else:
             raise InvalidSolution(f"ops[{k}] = {op!r}: expected a gate index (int) or a SWAP [p, q]")
@@ -290,11 +296,7 @@ def routed_circuit(circuit: Circuit, topology: Topology, result: dict) -> tuple[
         if isinstance(op, list):
             p, q = op
             qc.swap(p, q)
-            lp, lq = p2l.pop(p, None), p2l.pop(q, None)
-            if lp is not None:
-                l2p[lp], p2l[q] = q, lp
-            if lq is not None:
-                l2p[lq], p2l[p] = p, lq
+            _swap(l2p, p2l, p, q)
             continue
         a, b = gates[op]
         qc.append(gate_of(names[op], ()), [l2p[a], l2p[b]])
@@ -393,11 +395,7 @@ def from_qiskit(circuit: Circuit, routed: Any) -> dict:
         p, q = qubits
         if ins.operation.name == "swap":
             ops.append([p, q])
-            lp, lq = p2l.pop(p, None), p2l.pop(q, None)
-            if lp is not None:
-                l2p[lp], p2l[q] = q, lp
-            if lq is not None:
-                l2p[lq], p2l[p] = p, lq
+            _swap(l2p, p2l, p, q)
             continue
         a, b = p2l.get(p), p2l.get(q)
         if a is None or position[a] >= len(queues[a]):
