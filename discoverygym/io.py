@@ -109,9 +109,19 @@ def limit_native_threads(n: int = 1) -> bool:
     2-core machine starts a BLAS thread per core; search workers and trainers therefore run their
     numerics single-threaded and get parallelism from processes instead.
 
+    threadpoolctl only reaches libraries already loaded, and scipy loads its own OpenBLAS on the
+    first ``import scipy.optimize`` / ``scipy.linalg`` (after numpy's): left alone, that library
+    starts a busy-waiting thread per core, and two single-threaded SLSQP workers on 2 cores then
+    run no faster than one. So the limit is also written into ``OPENBLAS_NUM_THREADS``,
+    ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS`` (read by a library when it loads, here and in child
+    processes) before threadpoolctl limits the loaded ones.
+
     Returns:
-        Whether a limit was set (``False`` when threadpoolctl is not installed).
+        Whether a limit was set on the loaded libraries (``False`` when threadpoolctl is not
+        installed; the environment variables are set either way).
     """
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(int(n))
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
