@@ -38,11 +38,13 @@ __all__ = [
     "BENCH_ENVS",
     "CONFIGS",
     "REFERENCES",
+    "RESUMABLE_FIELDS",
     "rank_test",
     "run_benchmark",
     "run_one",
     "summarize",
     "time_to_target",
+    "trainer_config",
     "write_report",
 ]
 
@@ -66,19 +68,27 @@ def rank_test(reference: Sequence[float], other: Sequence[float], direction: str
 
 
 class _Tracker:
-    """Best verified score over wall time (the trace of one run)."""
+    """Best verified score over wall time and over evaluations (the trace of one reference run)."""
 
-    def __init__(self, env: Any, t0: float) -> None:
-        self.env, self.t0 = env, t0
+    def __init__(self, env: Any, t0: float, callback: Callable[[dict], None] | None = None) -> None:
+        self.env, self.t0, self.callback = env, t0, callback
         self.best: Any = None
+        self.evaluations = 0
         self.trace: list[tuple[float, float]] = []
+        self.curve: list[list[float]] = []
 
     def offer(self, construction: Any) -> float:
         """Verify ``construction``; returns its reward (the failure reward when invalid)."""
         state = self.env.evaluate(construction)
+        self.evaluations += 1
         if state.valid and (self.best is None or state.reward > self.best.reward):
             self.best = state
-            self.trace.append((time.perf_counter() - self.t0, float(state.score)))
+            elapsed = time.perf_counter() - self.t0
+            self.trace.append((elapsed, float(state.score)))
+            self.curve.append([self.evaluations, float(state.score)])
+            if self.callback is not None:
+                self.callback({"score/best": float(state.score), "evaluations": self.evaluations,
+                               "elapsed_s": elapsed})
         return float(state.reward)
 
 
@@ -144,62 +154,139 @@ def _cma(env: Any, x0: np.ndarray, rng: np.random.Generator, track: _Tracker, de
         opts["seed"] += 1
 
 
-def run_one(env_id: str, config: str, seed: int, budget_s: float) -> dict:
-    """One benchmark run.
-
-    Args:
-        env_id: a construction env id; config: a trainer ablation name or one of :data:`REFERENCES`;
-        seed: seeds the env's initial state and the method; budget_s: wall budget (seconds).
-
-    Returns:
-        ``{"env_id", "config", "seed", "budget_s", "best", "initial", "trace": [[s, score], ...],
-        "elapsed_s"}`` (``best`` the best verified score).
+def trainer_config(env_id: str, config: str, seed: int, budget_s: float | None = None, **overrides: Any) -> Any:
+    """The :class:`~discoverygym.agents.trainer.TrainConfig` of trainer config ``config`` (an ablation
+    name) on ``env_id``: ``discoverygym train``'s defaults (the env's default policy,
+    :func:`~discoverygym.agents.trainer.default_policy`) with ``overrides`` applied; the one place
+    the benchmark and ``discoverygym compare`` build their trainer configs.
 
     Raises:
-        ValueError: unknown config or env.
+        ValueError: unknown ablation name or an invalid override.
     """
-    from discoverygym.agents.trainer import ABLATIONS, Trainer, ablation_config, default_policy
+    from discoverygym.agents.trainer import ablation_config, default_policy
+
+    overrides.setdefault("policy", default_policy(env_id))
+    return ablation_config(config, env_id=env_id, seed=seed, budget_s=budget_s, **overrides)
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+
+
+def _run_trainer(config: Any, t0: float, run_dir: Path | None, initial: Any, callback: Callable | None) -> dict:
+    """A trainer run (resumed from ``run_dir``'s checkpoint when it has one): the result fields."""
+    import shutil
+
+    from discoverygym.agents.trainer import TrainConfig, Trainer, has_checkpoint
+
+    trace: list[tuple[float, float]] = []
+
+    def on_step(m: dict) -> None:
+        if not trace or m["score/best"] != trace[-1][1]:
+            trace.append((time.perf_counter() - t0, float(m["score/best"])))
+        if callback is not None:
+            callback(m)
+
+    if run_dir is not None and has_checkpoint(run_dir):
+        stored = json.loads((run_dir / "config.json").read_text())
+        stored.update({k: getattr(config, k) for k in RESUMABLE_FIELDS})
+        trainer = Trainer(TrainConfig(**stored), run_dir, initial=initial, resume=True, callback=on_step)
+    else:
+        if run_dir is not None and run_dir.exists():  # killed before its first checkpoint: nothing to keep
+            shutil.rmtree(run_dir)
+        trainer = Trainer(config, run_dir, initial=initial, callback=on_step)
+    trace.insert(0, (time.perf_counter() - t0, float(trainer.best.score)))
+    result = trainer.run()
+    per_step = trainer.config.groups * trainer.config.group_size
+    # a run directory's metrics cover the steps of every process that ran it (a resumed run too)
+    history = _read_jsonl(run_dir / "metrics.jsonl") if run_dir is not None else result.history
+    return {"best": float(result.best.score), "initial": float(result.initial.score), "trace": trace,
+            "steps": len(history), "evaluations": len(history) * per_step,
+            "wall_s": sum(m.get("perf/step_time_s", 0.0) for m in history),
+            "curve": [[m["step"] * per_step, float(m["score/best"])] for m in history]}
+
+
+def _run_reference(env_id: str, config: str, seed: int, budget_s: float, t0: float, initial: Any,
+                   callback: Callable | None) -> dict:
+    """A reference run (one process, BLAS single-threaded): the result fields."""
     from discoverygym.envs.base import DiscoveryEnv
     from discoverygym.envs.registry import ENVS
     from discoverygym.io import limit_native_threads
 
+    limit_native_threads(1)
+    env = DiscoveryEnv(ENVS[env_id])
+    _, info = env.reset(seed=seed)
+    start = info["state"] if initial is None else env.evaluate(initial)
+    if not start.valid:
+        raise ValueError(f"the start construction is invalid: {start.error}")
+    x0 = np.asarray(start.solution, dtype=np.float64)
+    track = _Tracker(env, t0, callback)
+    track.offer(x0)
+    rng = np.random.default_rng(seed)
+    deadline = t0 + budget_s
+    if config == "cma-es":
+        _cma(env, x0, rng, track, deadline)
+    elif x0.ndim == 2:
+        _basinhopping_circles(env, x0, rng, track, deadline)
+    else:
+        _adam_restarts(env, x0, rng, track, deadline)
+    return {"best": float(track.best.score), "initial": float(start.score), "trace": track.trace,
+            "steps": track.evaluations, "evaluations": track.evaluations, "wall_s": time.perf_counter() - t0,
+            "curve": track.curve}
+
+
+#: TrainConfig fields a resumed trainer run may change (the rest must match its stored config)
+RESUMABLE_FIELDS = ("steps", "budget_s", "image_every")
+
+
+def run_one(env_id: str, config: str, seed: int, budget_s: float | None, *, train_config: Any = None,
+            run_dir: str | Path | None = None, initial: Any = None, callback: Callable[[dict], None] | None = None) -> dict:
+    """One run of the benchmark or of a ``discoverygym compare`` study (the one runner of both).
+
+    Args:
+        env_id: a construction env id; config: a trainer ablation name or one of :data:`REFERENCES`;
+        seed: seeds the env's initial state and the method; budget_s: wall budget (seconds; ``None``
+            only for trainer configs, which then run ``train_config.steps``).
+        train_config: the trainer config (default :func:`trainer_config` of ``config``).
+        run_dir: where a trainer run checkpoints (it resumes from there) and where the result is
+            stored as ``result.json``; a directory that already holds one is read back, not rerun.
+        initial: the start construction (default: the env's seeded initial state).
+        callback: called with the metrics of every trainer step (``step``, ``score/best``...) or, for
+            a reference, ``{"score/best", "evaluations", "elapsed_s"}`` at every improvement.
+
+    Returns:
+        ``{"env_id", "config", "seed", "budget_s", "best", "initial", "trace": [[s, score], ...],
+        "steps", "evaluations", "wall_s", "curve": [[evaluations, best score], ...], "elapsed_s"}``
+        (``best`` the best verified score; ``trace`` over wall seconds, ``curve`` over evaluations).
+
+    Raises:
+        ValueError: unknown config or env; a reference without ``budget_s``; an invalid ``initial``
+            for a reference.
+    """
+    from discoverygym.agents.trainer import ABLATIONS
+    from discoverygym.envs.registry import ENVS
+
     if env_id not in ENVS:
         raise ValueError(f"unknown construction env {env_id!r}")
+    run_dir = None if run_dir is None else Path(run_dir)
+    if run_dir is not None and (run_dir / "result.json").is_file():
+        return json.loads((run_dir / "result.json").read_text())
     t0 = time.perf_counter()
     if config in ABLATIONS:
-        trace: list[tuple[float, float]] = []
-        start = {}
-
-        def on_step(m: dict) -> None:
-            if not trace or m["score/best"] != trace[-1][1]:
-                trace.append((time.perf_counter() - t0, float(m["score/best"])))
-
-        trainer = Trainer(ablation_config(config, env_id=env_id, seed=seed, budget_s=budget_s,
-                                          policy=default_policy(env_id)), callback=on_step)
-        start["score"] = trainer.initial.score
-        trace.insert(0, (time.perf_counter() - t0, float(trainer.initial.score)))
-        result = trainer.run()
-        best, initial = float(result.best.score), float(start["score"])
+        cfg = train_config if train_config is not None else trainer_config(env_id, config, seed, budget_s)
+        fields = _run_trainer(cfg, t0, run_dir, initial, callback)
     elif config in REFERENCES:
-        limit_native_threads(1)
-        env = DiscoveryEnv(ENVS[env_id])
-        _, info = env.reset(seed=seed)
-        x0 = np.asarray(info["state"].solution, dtype=np.float64)
-        track = _Tracker(env, t0)
-        track.offer(x0)
-        rng = np.random.default_rng(seed)
-        deadline = t0 + budget_s
-        if config == "cma-es":
-            _cma(env, x0, rng, track, deadline)
-        elif x0.ndim == 2:
-            _basinhopping_circles(env, x0, rng, track, deadline)
-        else:
-            _adam_restarts(env, x0, rng, track, deadline)
-        trace, best, initial = track.trace, float(track.best.score), float(info["state"].score)
+        if budget_s is None:
+            raise ValueError(f"reference {config!r} runs for a wall budget: give budget_s (--budget-s)")
+        fields = _run_reference(env_id, config, seed, budget_s, t0, initial, callback)
     else:
         raise ValueError(f"unknown config {config!r}; known: {', '.join((*ABLATIONS, *REFERENCES))}")
-    return {"env_id": env_id, "config": config, "seed": seed, "budget_s": budget_s, "best": best,
-            "initial": initial, "trace": [list(p) for p in trace], "elapsed_s": time.perf_counter() - t0}
+    result = {"env_id": env_id, "config": config, "seed": seed, "budget_s": budget_s, **fields,
+              "trace": [list(p) for p in fields["trace"]], "elapsed_s": time.perf_counter() - t0}
+    if run_dir is not None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(run_dir / "result.json", result)
+    return result
 
 
 def time_to_target(trace: Sequence[Sequence[float]], record: float, direction: str, share: float = 0.999) -> float | None:

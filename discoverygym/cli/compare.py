@@ -1,6 +1,10 @@
-"""``discoverygym compare``: configs x seeds of the trainer as one study, with a verdict.
+"""``discoverygym compare``: configs x seeds of the trainer (and the benchmark's references) as one study, with a verdict.
 
-Each (config, seed) is an ordinary resumable train run in ``<study>/<config>-seed<seed>``; the study
+Each (config, seed) is one run of the discovery benchmark's runner
+(:func:`discoverygym.agents.bench.run_one`, also ``benchmarks/discovery.py``) in
+``<study>/<config>-seed<seed>``: for a trainer config an ordinary resumable train run, for a
+reference (``reference``: basin hopping / Adam restarts, ``cma-es``; these need ``--budget-s``) a
+run of that wall budget; each finished run leaves its ``result.json``. The study
 directory also holds ``study.json`` (what was asked for), ``results.csv`` (one row per run),
 ``compare.png`` (best score against evaluations, mean over seeds with the min–max spread shaded)
 and, once every run is finished, ``summary.json``.
@@ -9,8 +13,9 @@ The printed table gives, per config: the budget (evaluations and training wall t
 start score, the best score's mean ± sd over seeds, the best over seeds, and a one-sided
 Mann–Whitney U test (``scipy.stats.mannwhitneyu``) of "the first config is better than this one";
 one plain verdict line per config follows. The rank test is the discovery benchmark's
-(:func:`discoverygym.agents.bench.rank_test`, also ``benchmarks/discovery.py``); the study's runs
-are the trainer's with the same defaults as the benchmark's trainer configs.
+(:func:`discoverygym.agents.bench.rank_test`) and the trainer configs are built by the benchmark's
+:func:`~discoverygym.agents.bench.trainer_config` (``discoverygym train``'s defaults) with the
+command line's settings.
 
 Without ``--run-dir`` every invocation gets a new study directory
 (``runs/compare-<env>-<YYYYmmdd-HHMMSS>``, suffixed ``-2``, ``-3``... if taken), so repeating a
@@ -25,7 +30,6 @@ import argparse
 import csv
 import json
 import math
-import shutil
 import statistics
 import time
 from pathlib import Path
@@ -34,7 +38,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from discoverygym.agents.bench import rank_test  # the benchmark's rank test (benchmarks/discovery.py)
+from discoverygym.agents.bench import RESUMABLE_FIELDS, rank_test, run_one  # the benchmark's code
 
 __all__ = ["ALPHA", "default_study_dir", "rank_test", "study"]
 
@@ -108,11 +112,11 @@ def _prepare_root(args: argparse.Namespace, spec: dict) -> tuple[Path, dict]:
             raise StudyUsage(f"cannot read {stored_path}: {exc}") from None
         given, kept = spec["overrides"], dict(stored.get("overrides", {}))
         diff = sorted(k for k in spec if k != "overrides" and stored.get(k) != spec[k])
-        diff += sorted(k for k, v in given.items() if k not in _CHANGEABLE and kept.get(k) != v)
+        diff += sorted(k for k, v in given.items() if k not in RESUMABLE_FIELDS and kept.get(k) != v)
         if diff:
             raise StudyUsage(f"--resume continues the stored study; these arguments differ from it: {', '.join(diff)}"
                              f" (stored: {json.dumps({k: stored.get(k, kept.get(k)) for k in diff})})")
-        kept.update({k: v for k, v in given.items() if k in _CHANGEABLE})
+        kept.update({k: v for k, v in given.items() if k in RESUMABLE_FIELDS})
         return root, {**stored, "overrides": kept}
     if stored_path.exists():
         raise StudyUsage(f"{root} already holds a compare study: finish it with --resume, or drop --run-dir "
@@ -124,41 +128,11 @@ def _prepare_root(args: argparse.Namespace, spec: dict) -> tuple[Path, dict]:
     return root, spec
 
 
-#: TrainConfig fields a resumed study may change.
-_CHANGEABLE = ("steps", "budget_s", "image_every")
-
-
-def _run_one(config: Any, run_dir: Path, initial: Any, on_step: Any) -> str:
-    """Finish one (config, seed) run; returns what was done: ``done`` (already finished), ``resumed``,
-    ``new``."""
-    from discoverygym.agents.trainer import TrainConfig, Trainer, has_checkpoint
-
-    done_path = run_dir / "compare-done.json"
-    if done_path.exists():
-        return "done"
-    if has_checkpoint(run_dir):
-        stored = json.loads((run_dir / "config.json").read_text())
-        stored.update({k: getattr(config, k) for k in _CHANGEABLE})
-        Trainer(TrainConfig(**stored), run_dir, initial=initial, resume=True, callback=on_step).run()
-        how = "resumed"
-    else:
-        if run_dir.exists():  # killed before its first checkpoint: nothing to keep
-            shutil.rmtree(run_dir)
-        Trainer(config, run_dir, initial=initial, callback=on_step).run()
-        how = "new"
-    done_path.write_text(json.dumps({"finished": True}) + "\n")
-    return how
-
-
-def _run_summary(name: str, seed: int, config: Any, run_dir: Path) -> dict:
-    """What the study reports of one finished run, read from its files (so resumed runs count fully)."""
-    metrics = _read_metrics(run_dir)
-    best = json.loads((run_dir / "best.json").read_text()) if (run_dir / "best.json").exists() else {}
-    per_step = config.groups * config.group_size
-    return {"config": name, "seed": seed, "start_score": best.get("initial_score"), "best_score": best.get("score"),
-            "steps": len(metrics), "evaluations": len(metrics) * per_step,
-            "wall_s": sum(m.get("perf/step_time_s", 0.0) for m in metrics), "run_dir": str(run_dir),
-            "curve": [(m["step"] * per_step, m["score/best"]) for m in metrics]}
+def _run_summary(name: str, seed: int, result: dict, run_dir: Path) -> dict:
+    """What the study reports of one finished run (:func:`discoverygym.agents.bench.run_one`'s result)."""
+    return {"config": name, "seed": seed, "start_score": result["initial"], "best_score": result["best"],
+            "steps": result["steps"], "evaluations": result["evaluations"], "wall_s": result["wall_s"],
+            "run_dir": str(run_dir), "curve": [tuple(p) for p in result["curve"]]}
 
 
 def study(args: argparse.Namespace, console: Console, names: list[str], overrides: dict, initial: Any,
@@ -172,7 +146,8 @@ def study(args: argparse.Namespace, console: Console, names: list[str], override
         names: the ablation configs, the first being the reference of the rank tests.
         overrides: TrainConfig fields from the command line (no seed).
         initial: the start construction or ``None``.
-        make_config: ``(name, seed, overrides) -> TrainConfig`` (validates, checks that the policy fits).
+        make_config: ``(name, seed, overrides) -> TrainConfig`` for a trainer config (validates,
+            checks that the policy fits), ``None`` for a reference (:data:`~discoverygym.agents.bench.REFERENCES`).
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -184,32 +159,33 @@ def study(args: argparse.Namespace, console: Console, names: list[str], override
     root, spec = _prepare_root(args, _study_spec(args, names, overrides))
     args.study_dir = str(root)  # for the interrupt hint
     configs = {(n, s): make_config(n, s, spec["overrides"]) for n in names for s in range(args.seeds)}
-    total = sum(c.steps for c in configs.values())
+    budget = spec["overrides"].get("budget_s")
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("best {task.fields[best]}"), TimeElapsedColumn(), console=console,
                         disable=args.json)
-    task = progress.add_task("compare", total=total, best="—")
-    finished_steps = 0
+    task = progress.add_task("compare", total=len(configs), best="—")
     t0 = time.perf_counter()
     runs = []
     with progress:
         for (name, seed), config in configs.items():
             run_dir = root / f"{name}-seed{seed}"
             progress.update(task, description=f"{name} seed {seed}")
-            base = finished_steps
 
-            def on_step(m: dict, base: int = base) -> None:
-                progress.update(task, completed=base + m["step"], best=_fmt(m["score/best"], 8))
+            def on_step(m: dict) -> None:
+                progress.update(task, best=_fmt(m["score/best"], 8))
 
-            how = _run_one(config, run_dir, initial, on_step)
-            finished_steps += config.steps
-            progress.update(task, completed=finished_steps)
-            r = _run_summary(name, seed, config, run_dir)
+            status = "done" if (run_dir / "result.json").is_file() else "new"
+            if status == "new" and config is not None and (run_dir / "checkpoints").is_dir():
+                status = "resumed"
+            result = run_one(args.env_id, name, seed, budget, train_config=config, run_dir=run_dir,
+                             initial=initial, callback=on_step)
+            progress.advance(task)
+            r = _run_summary(name, seed, result, run_dir)
             runs.append(r)
             if not args.json:
                 progress.console.print(f"{name} seed {seed}: best {_fmt(r['best_score'])} "
                                        f"({r['evaluations']} evaluations, {r['wall_s']:.1f} s"
-                                       f"{', already finished' if how == 'done' else ', resumed' if how == 'resumed' else ''})",
+                                       f"{', already finished' if status == 'done' else ', resumed' if status == 'resumed' else ''})",
                                        highlight=False)
     wall = time.perf_counter() - t0
     rows = _rows(names, runs, problem.direction)

@@ -75,11 +75,15 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
         "score vs evaluations, seed spread shaded), summary.json and TensorBoard runs.",
         epilog="Example: discoverygym compare CirclePacking-26-v0 --configs full,naive-rl,expected-reward "
         "--seeds 3 --steps 5 (a new runs/compare-<env>-<time> directory each time; finish a killed study "
-        "with --run-dir DIR --resume)",
+        "with --run-dir DIR --resume). Against the scipy reference at equal wall time: discoverygym compare "
+        "CirclePacking-26-v0 --configs full,no-training,reference --seeds 5 --budget-s 60 (the runner of "
+        "benchmarks/discovery.py)",
     )
     c.add_argument("env_id")
     c.add_argument("--configs", default="full,naive-rl,no-reuse,constant-beta",
-                   help="comma-separated ablation names (default full,naive-rl,no-reuse,constant-beta)")
+                   help="comma-separated ablation names, and the benchmark's references reference (basin hopping "
+                   "+ SLSQP / smoothed-max Adam restarts) and cma-es, which need --budget-s "
+                   "(default full,naive-rl,no-reuse,constant-beta)")
     c.add_argument("--seeds", type=int, default=3, help="seeds per config (default 3)")
     _common(c)
     c.add_argument("--run-dir", default=None,
@@ -386,7 +390,8 @@ def _train(args: argparse.Namespace, console: Console) -> int:
 
 def _compare(args: argparse.Namespace, console: Console) -> int:
     """``compare``: check the arguments, then run the study (:func:`discoverygym.cli.compare.study`)."""
-    from discoverygym.agents.trainer import ABLATIONS, ablation_config
+    from discoverygym.agents.bench import REFERENCES, trainer_config
+    from discoverygym.agents.trainer import ABLATIONS
     from discoverygym.cli.compare import StudyUsage, study
     from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
     from discoverygym.policy import is_llm_spec
@@ -404,9 +409,12 @@ def _compare(args: argparse.Namespace, console: Console) -> int:
     if is_llm_spec(args.policy or ""):
         raise _Usage("compare runs the numeric policy; for LLM policies run `discoverygym train` once per config")
     names = [AGENTS.get(n.strip(), n.strip()) for n in args.configs.split(",") if n.strip()]
-    unknown = [n for n in names if n not in ABLATIONS]
+    unknown = [n for n in names if n not in ABLATIONS and n not in REFERENCES]
     if unknown:
-        raise _Usage(f"unknown config(s) {', '.join(unknown)}; known: {', '.join(ABLATIONS)}")
+        raise _Usage(f"unknown config(s) {', '.join(unknown)}; known: {', '.join((*ABLATIONS, *REFERENCES))}")
+    if any(n in REFERENCES for n in names) and args.budget_s is None:
+        raise _Usage(f"the references ({', '.join(n for n in names if n in REFERENCES)}) run for a wall budget: "
+                     "give --budget-s (and the trainer configs get the same budget)")
     if not names:
         raise _Usage("--configs names no config")
     if len(set(names)) != len(names):
@@ -418,7 +426,9 @@ def _compare(args: argparse.Namespace, console: Console) -> int:
     overrides.pop("seed", None)
 
     def make(name: str, seed: int, fields: dict) -> Any:
-        config = _make_config(ablation_config, name, env_id=args.env_id, seed=seed, init=args.init, **fields)
+        if name in REFERENCES:
+            return None
+        config = _make_config(trainer_config, args.env_id, name, seed, init=args.init, **fields)
         _check_policy_fits(config)
         return config
 

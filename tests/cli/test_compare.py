@@ -81,3 +81,24 @@ def test_default_study_dir_never_reuses_a_directory(tmp_path):
     first.mkdir()
     second = default_study_dir("X-v0", tmp_path, now=0)
     assert second != first and second.name == first.name + "-2"
+
+
+def test_study_runs_the_benchmark_references_through_the_benchmark_runner(tmp_path, capsys):
+    study = tmp_path / "study"
+    argv = ["compare", "CirclePacking-26-v0", "--configs", "full,reference", "--seeds", "1", "--steps", "1",
+            "--groups", "1", "--group-size", "2", "--policy", "gaussian", "--budget-s", "3", "--run-dir", str(study),
+            "--json"]
+    assert main(argv) == 0
+    got = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert [r["config"] for r in got["rows"]] == ["full", "reference"]
+    ref_run = json.loads((study / "reference-seed0" / "result.json").read_text())  # bench.run_one's record
+    assert ref_run["config"] == "reference" and ref_run["evaluations"] >= 2 and ref_run["best"] >= ref_run["initial"]
+    rows = {r["config"]: r for r in csv.DictReader((study / "results.csv").read_text().splitlines())}
+    assert float(rows["reference"]["best_score"]) == ref_run["best"]
+    assert int(rows["full"]["evaluations"]) == 2
+    stamp = (study / "reference-seed0" / "result.json").stat().st_mtime_ns
+    assert main([*argv, "--resume"]) == 0  # finished runs are read back, not rerun
+    assert (study / "reference-seed0" / "result.json").stat().st_mtime_ns == stamp
+    # a reference has no step count to stop it: without a wall budget it is refused
+    assert main(["compare", "CirclePacking-26-v0", "--configs", "full,cma-es", "--run-dir", str(tmp_path / "x")]) == 2
+    assert "--budget-s" in capsys.readouterr().err
