@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 
 from discoverygym.errors import BackendUnavailable
-from discoverygym.io import available_cpus
+from discoverygym.io import available_cpus, limit_native_threads
 from discoverygym.types import State
 
 if TYPE_CHECKING:
@@ -275,8 +275,10 @@ def _sigint_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def _init_worker(spec: EvaluatorSpec, guard: _ParentGuard | None = None) -> None:
+def _init_worker(spec: EvaluatorSpec, guard: _ParentGuard | None = None, threads: int | None = None) -> None:
     global _WORKER_ENV
+    if threads is not None:  # one of several workers: BLAS single-threaded, the pool gives the parallelism
+        limit_native_threads(threads)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (orderly stop)
     if hasattr(signal, "pthread_sigmask"):  # blocked since the parent started this worker
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
@@ -303,7 +305,8 @@ class LocalEvaluator(Evaluator):
 
     Args:
         spec: the environment every worker builds.
-        workers: pool size (default: the CPUs available to this process; must be >= 1).
+        workers: pool size (default: the CPUs available to this process; must be >= 1). With more
+            than one, each worker runs its BLAS single-threaded (:func:`~discoverygym.io.limit_native_threads`).
         start_method: multiprocessing start method (default ``"spawn"``: workers are direct
             children; ``fork`` is avoided because the runner has threads; with ``forkserver``
             the workers watch this process's pid instead of their parent).
@@ -321,7 +324,8 @@ class LocalEvaluator(Evaluator):
             max_workers=self.workers,
             mp_context=multiprocessing.get_context(method),
             initializer=_init_worker,
-            initargs=(spec, _ParentGuard(os.getpid(), direct=method != "forkserver")),
+            initargs=(spec, _ParentGuard(os.getpid(), direct=method != "forkserver"),
+                      1 if self.workers > 1 else None),
         )
 
     def warm_up(self) -> None:
