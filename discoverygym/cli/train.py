@@ -99,11 +99,11 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="trainable policy: operators (default where the problem declares operators: circle packing, step "
                         "functions), gaussian (default elsewhere, and with --sigma/--polish) or an LLM: hf:PATH_OR_ID, openai:URL, vllm:MODEL, "
                    "tinker:MODEL (programs, action_mode=code)")
-    p.add_argument("--steps", type=int, default=None, help="training steps (default 50)")
-    p.add_argument("--groups", type=int, default=None, help="groups (start states) per step (default 8)")
-    p.add_argument("--group-size", type=int, default=None, help="rollouts per group (default 64)")
+    p.add_argument("--steps", type=int, default=None, help="training steps (default 50; unlimited with --budget-s)")
+    p.add_argument("--groups", type=int, default=None, help="groups (start states) per step (default: 2 for the operators policy, 8 otherwise)")
+    p.add_argument("--group-size", type=int, default=None, help="rollouts per group (default: 8 for the operators policy, 64 otherwise)")
     p.add_argument("--seed", type=seed_value, default=None, help="seed (default 0)")
-    p.add_argument("--lr", type=float, default=None, help="Adam learning rate (default 0.05)")
+    p.add_argument("--lr", type=float, default=None, help="Adam learning rate (default: 0.3 operators, 0.05 gaussian, 4e-5 LLM)")
     p.add_argument("--kl-coef", type=float, default=None, help="λ of the KL shaping (default 0.1)")
     p.add_argument("--sigma", type=float, default=None, help="initial relative step size of the policy (0.02)")
     p.add_argument("--polish", default=None,
