@@ -169,10 +169,6 @@ def trainer_config(env_id: str, config: str, seed: int, budget_s: float | None =
     return ablation_config(config, env_id=env_id, seed=seed, budget_s=budget_s, **overrides)
 
 
-def _read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
-
-
 def _run_trainer(config: Any, t0: float, run_dir: Path | None, initial: Any, callback: Callable | None) -> dict:
     """A trainer run (resumed from ``run_dir``'s checkpoint when it has one): the result fields."""
     import shutil
@@ -198,8 +194,7 @@ def _run_trainer(config: Any, t0: float, run_dir: Path | None, initial: Any, cal
     trace.insert(0, (time.perf_counter() - t0, float(trainer.best.score)))
     result = trainer.run()
     per_step = trainer.config.groups * trainer.config.group_size
-    # a run directory's metrics cover the steps of every process that ran it (a resumed run too)
-    history = _read_jsonl(run_dir / "metrics.jsonl") if run_dir is not None else result.history
+    history = result.history  # every step of the run, those before a resume too (restored from the checkpoint)
     return {"best": float(result.best.score), "initial": float(result.initial.score), "trace": trace,
             "steps": len(history), "evaluations": len(history) * per_step,
             "wall_s": sum(m.get("perf/step_time_s", 0.0) for m in history),

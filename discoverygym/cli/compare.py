@@ -75,13 +75,6 @@ def _fmt(v: float | None, digits: int = 10) -> str:
     return "—" if v is None else f"{v:.{digits}g}"
 
 
-def _read_metrics(run_dir: Path) -> list[dict]:
-    path = run_dir / "metrics.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
 def _study_spec(args: argparse.Namespace, names: list[str], overrides: dict) -> dict:
     return {"kind": "compare", "env_id": args.env_id, "configs": names, "seeds": args.seeds,
             "init": args.init, "overrides": overrides}
@@ -151,6 +144,7 @@ def study(args: argparse.Namespace, console: Console, names: list[str], override
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from discoverygym.agents.trainer import has_checkpoint
     from discoverygym.envs.registry import ENVS
 
     problem = ENVS[args.env_id]
@@ -175,7 +169,7 @@ def study(args: argparse.Namespace, console: Console, names: list[str], override
                 progress.update(task, best=_fmt(m["score/best"], 8))
 
             status = "done" if (run_dir / "result.json").is_file() else "new"
-            if status == "new" and config is not None and (run_dir / "checkpoints").is_dir():
+            if status == "new" and config is not None and has_checkpoint(run_dir):
                 status = "resumed"
             result = run_one(args.env_id, name, seed, budget, train_config=config, run_dir=run_dir,
                              initial=initial, callback=on_step)
