@@ -11,7 +11,11 @@ problem has a smoothed-max polisher (:func:`~discoverygym.envs.polish.erdos_smoo
 * ``upsample`` / ``downsample`` — ×2 refinement (each piece split in two; the bound is unchanged)
   or ½ coarsening (pairs averaged), the resolution moves of those programs;
 * ``symmetrize`` — mix with the mirror image (``h ← (1 − λ) h + λ h[::-1]``);
-* ``shake`` — a global multiplicative perturbation.
+* ``shake`` — a global multiplicative perturbation;
+* ``lp`` — sequential linear programming on the near-maximal shifts of a block of pieces
+  (:func:`~discoverygym.envs.operators.lp.slp`), for the problems whose bound is a max of bilinear
+  forms (Erdős, AC1); unlike the others it is not followed by the smoothed-max polish, whose
+  smoothing would undo its exact progress.
 
 Without a polisher (AC2, AC3) the same variations are returned unpolished (verified like any
 candidate). Lengths stay within ``[MIN_PIECES, MAX_PIECES]``.
@@ -24,6 +28,7 @@ from functools import partial
 
 import numpy as np
 
+from discoverygym.envs.operators import lp as _lp
 from discoverygym.envs.operators.base import Operator, ParamSpec
 from discoverygym.envs.polish import ac1_smooth_max, erdos_smooth_max
 
@@ -93,8 +98,13 @@ def shake(x, rng, scale, *, polisher: Polisher, clip, **_) -> np.ndarray:
     return _finish(np.abs(h) if clip is not None else h, polisher, clip)
 
 
+def lp(x, rng, width, delta, margin, *, model: _lp.BilinearMax, **_) -> np.ndarray:
+    """Three trust-region LP steps on a random block of ``width·n`` pieces (:func:`~discoverygym.envs.operators.lp.slp`)."""
+    return _lp.slp(model, x, rng, width, delta, margin)
+
+
 def step_operators(polisher: Polisher, clip: tuple[float, float] | None, temp0: float = 1.0,
-                   lr0: float = 1.0) -> tuple[Operator, ...]:
+                   lr0: float = 1.0, bilinear: _lp.BilinearMax | None = None) -> tuple[Operator, ...]:
     """The step-function operators of one problem.
 
     Args:
@@ -103,6 +113,8 @@ def step_operators(polisher: Polisher, clip: tuple[float, float] | None, temp0: 
             ``None`` (AC3: signed heights).
         temp0, lr0: the polisher's base temperature and learning rate (the ``adam`` operator's
             ``temp`` and ``lr`` parameters are factors of these).
+        bilinear: the bound as a max of bilinear forms (:data:`~discoverygym.envs.operators.lp.ERDOS`,
+            :data:`~discoverygym.envs.operators.lp.AC1`): adds the ``lp`` operator; ``None``: no ``lp``.
     """
     kw = {"polisher": polisher, "clip": clip, "temp0": temp0, "lr0": lr0}
     ops = [
@@ -118,11 +130,19 @@ def step_operators(polisher: Polisher, clip: tuple[float, float] | None, temp0: 
                                (ParamSpec("temp", 0.3, 10.0, log=True, doc="temperature factor"),
                                 ParamSpec("lr", 0.1, 3.0, log=True, doc="learning-rate factor"),
                                 ParamSpec("steps", 10, 60, doc="Adam steps per stage"))))
+    if bilinear is not None:
+        ops.append(Operator("lp", partial(lp, model=bilinear),
+                            (ParamSpec("width", 0.02, 1.0, log=True, doc="share of pieces free", default=1.0),
+                             ParamSpec("delta", 1e-5, 0.05, log=True, doc="trust radius (share of the mean height)",
+                                       default=1e-3),
+                             ParamSpec("margin", 1e-5, 0.05, log=True, doc="shifts within this share of the max",
+                                       default=1e-3)),
+                            "sequential LP on the near-maximal shifts (trust region)"))
     return tuple(ops)
 
 
 #: Erdős: heights in [0, 1] (the polisher rescales to Σh = n/2); AC1: f ≥ 0
-ERDOS_OPERATORS = step_operators(erdos_smooth_max, (0.0, 1.0), temp0=2000.0, lr0=2e-3)
-AC1_OPERATORS = step_operators(ac1_smooth_max, (0.0, np.inf), temp0=200.0, lr0=1e-2)
+ERDOS_OPERATORS = step_operators(erdos_smooth_max, (0.0, 1.0), temp0=2000.0, lr0=2e-3, bilinear=_lp.ERDOS)
+AC1_OPERATORS = step_operators(ac1_smooth_max, (0.0, np.inf), temp0=200.0, lr0=1e-2, bilinear=_lp.AC1)
 AC2_OPERATORS = step_operators(None, (0.0, np.inf))
 AC3_OPERATORS = step_operators(None, None)
