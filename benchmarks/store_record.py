@@ -1,0 +1,58 @@
+"""Store a run's best construction as a record file, after verifying it again with the env.
+
+    python benchmarks/store_record.py RUN_DIR --command "discoverygym train ..." \
+        --out benchmarks/results/records/NAME.json
+
+Reads ``RUN_DIR/best.json`` (written by ``discoverygym train`` and ``search``), re-scores the
+construction with the env's verifier (``env.unwrapped.evaluate``; the run's own score is not
+trusted), and writes ``{"env_id", "value", "construction", "command", "commit", "run": {...},
+"record": {...}}``. The file is an ``--init`` file (it has a ``construction`` key) and
+``discoverygym evaluate ENV FILE`` scores it. Exits 1 when the construction is invalid or its
+verified score differs from the run's by more than 1e-12.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+
+import discoverygym  # noqa: F401  (registers the envs)
+from discoverygym.io import atomic_write_json
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("run_dir", type=Path)
+    p.add_argument("--command", required=True, help="the command that produced the run")
+    p.add_argument("--out", type=Path, required=True)
+    args = p.parse_args()
+    best = json.loads((args.run_dir / "best.json").read_text())
+    env = gym.make(best["env_id"])
+    state = env.unwrapped.evaluate(best["construction"])
+    if not state.valid or abs(state.score - best["score"]) > 1e-12:
+        print(f"not stored: verified {state.score!r} ({state.error}) against the run's {best['score']!r}")
+        return 1
+    config = json.loads((args.run_dir / "config.json").read_text())
+    metrics = [json.loads(line) for line in (args.run_dir / "metrics.jsonl").read_text().splitlines() if line]
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                            cwd=Path(__file__).parent).stdout.strip()
+    atomic_write_json(args.out, {
+        "env_id": best["env_id"], "value": state.score, "construction": best["construction"],
+        "command": args.command, "commit": commit,
+        "run": {"start_value": best.get("initial_score"), "steps": len(metrics),
+                "wall_s": round(sum(m.get("perf/step_time_s", 0.0) for m in metrics), 1),
+                "operator": (best.get("state") or {}).get("metadata", {}).get("operator"),
+                "config": config},
+        "record": best.get("sota"),
+    })
+    print(f"stored {args.out}: {best['env_id']} {state.score!r} (record {best.get('sota', {}).get('value')})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
