@@ -30,6 +30,7 @@ def main() -> int:
     p.add_argument("run_dir", type=Path)
     p.add_argument("--command", required=True, help="the command that produced the run")
     p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--commit", help="the commit that produced the run (default: this checkout's HEAD)")
     args = p.parse_args()
     best = json.loads((args.run_dir / "best.json").read_text())
     env = gym.make(best["env_id"])
@@ -39,8 +40,8 @@ def main() -> int:
         return 1
     config = json.loads((args.run_dir / "config.json").read_text())
     metrics = [json.loads(line) for line in (args.run_dir / "metrics.jsonl").read_text().splitlines() if line]
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                            cwd=Path(__file__).parent).stdout.strip()
+    commit = args.commit or subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                                           cwd=Path(__file__).parent).stdout.strip()
     atomic_write_json(args.out, {
         "env_id": best["env_id"], "value": state.score, "construction": best["construction"],
         "command": args.command, "commit": commit,
