@@ -29,10 +29,13 @@ import numpy as np
 
 __all__ = ["AC1", "ERDOS", "BilinearMax", "slp"]
 
-#: most active constraints (rows) and free pieces (columns) of one LP
-MAX_ROWS, MAX_COLS = 1500, 2000
-#: HiGHS time limit per LP (s); a timed-out LP counts as a failed iteration
-LP_TIME_LIMIT = 20.0
+#: most active constraints (rows) and free pieces (columns) of one LP, and most entries of its
+#: dense matrix (rows are cut to MAX_ENTRIES // columns, the largest c_m kept): a 470 x 600 Erdős
+#: LP takes about 2 s; an uncut 1000 x 1000 AC1 LP took about 40 s on this machine's cores
+MAX_ROWS, MAX_COLS, MAX_ENTRIES = 1000, 1000, 300_000
+#: HiGHS interior-point iterations per LP (an iteration cap, not a time limit, keeps the operator
+#: deterministic on any machine); an LP that hits it counts as a failed iteration
+LP_MAX_ITER = 100
 #: heights stay this far below an upper bound of 1, so the verifier's rescaling cannot cross it
 UPPER_SLACK = 1e-9
 
@@ -111,8 +114,9 @@ def _lp_step(model: BilinearMax, x: np.ndarray, c: np.ndarray, cols: np.ndarray,
 
     top = float(c.max())
     ms = np.nonzero(c >= top - margin * abs(top))[0]
-    if ms.size > MAX_ROWS:
-        ms = ms[np.argsort(c[ms])[-MAX_ROWS:]]
+    cap = min(MAX_ROWS, MAX_ENTRIES // max(cols.size, 1))
+    if ms.size > cap:
+        ms = ms[np.argsort(c[ms], kind="stable")[-cap:]]
     grad = model.rows(x, ms, cols)
     w = cols.size
     step = delta * float(np.mean(np.abs(x)))
@@ -123,7 +127,7 @@ def _lp_step(model: BilinearMax, x: np.ndarray, c: np.ndarray, cols: np.ndarray,
     res = linprog(np.r_[np.zeros(w), 1.0], A_ub=np.hstack([grad, -np.ones((ms.size, 1))]), b_ub=-c[ms],
                   A_eq=np.r_[np.ones(w), 0.0][None], b_eq=[0.0],
                   bounds=np.vstack([np.column_stack([lo, hi]), [[-np.inf, np.inf]]]), method="highs-ipm",
-                  options={"time_limit": LP_TIME_LIMIT})
+                  options={"maxiter": LP_MAX_ITER})
     if res.status != 0 or res.x is None:
         return None
     out = x.copy()
@@ -141,7 +145,8 @@ def slp(model: BilinearMax, x: np.ndarray, rng: np.random.Generator, width: floa
         rng: picks the block's start.
         width: share of the pieces that are free, in (0, 1] (at most :data:`MAX_COLS`).
         delta: initial trust radius, a share of ``mean(x)`` per piece.
-        margin: ``c_m`` with ``c_m ≥ (1 − margin)·max c`` are linearised (at most :data:`MAX_ROWS`).
+        margin: ``c_m`` with ``c_m ≥ (1 − margin)·max c`` are linearised (at most :data:`MAX_ROWS`
+            and :data:`MAX_ENTRIES` / the block's width, the largest kept).
         iterations: LP solves.
 
     Returns:
