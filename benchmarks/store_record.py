@@ -40,7 +40,7 @@ def main() -> int:
         return 1
     config = json.loads((args.run_dir / "config.json").read_text())
     metrics = [json.loads(line) for line in (args.run_dir / "metrics.jsonl").read_text().splitlines() if line]
-    commit = args.commit or subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+    commit = args.commit or subprocess.run(["git", "rev-parse", "HEAD"], check=False, capture_output=True, text=True,
                                            cwd=Path(__file__).parent).stdout.strip()
     atomic_write_json(args.out, {
         "env_id": best["env_id"], "value": state.score, "construction": best["construction"],
