@@ -38,7 +38,6 @@ __all__ = [
     "BENCH_ENVS",
     "CONFIGS",
     "REFERENCES",
-    "RESUMABLE_FIELDS",
     "rank_test",
     "run_benchmark",
     "run_one",
@@ -173,7 +172,7 @@ def _run_trainer(config: Any, t0: float, run_dir: Path | None, initial: Any, cal
     """A trainer run (resumed from ``run_dir``'s checkpoint when it has one): the result fields."""
     import shutil
 
-    from discoverygym.agents.trainer import TrainConfig, Trainer, has_checkpoint
+    from discoverygym.agents.trainer import RESUMABLE_FIELDS, TrainConfig, Trainer, has_checkpoint
 
     trace: list[tuple[float, float]] = []
 
@@ -230,8 +229,6 @@ def _run_reference(env_id: str, config: str, seed: int, budget_s: float, t0: flo
             "curve": track.curve}
 
 
-#: TrainConfig fields a resumed trainer run may change (the rest must match its stored config)
-RESUMABLE_FIELDS = ("steps", "budget_s", "image_every")
 
 
 def run_one(env_id: str, config: str, seed: int, budget_s: float | None, *, train_config: Any = None,

@@ -63,7 +63,7 @@ from discoverygym.policy import CHAT_REFUSAL, POLICIES, SamplingContext, is_chat
 from discoverygym.search.reuse import EpsilonGreedyReuse, NoReuse, PUCTReuse, ReuseWrapper
 from discoverygym.types import State
 
-__all__ = ["ABLATIONS", "DEFAULT_GROUPS", "METRICS", "NaiveRL", "TTTDiscover", "TrainConfig", "TrainResult", "Trainer",
+__all__ = ["ABLATIONS", "DEFAULT_GROUPS", "METRICS", "RESUMABLE_FIELDS", "NaiveRL", "TTTDiscover", "TrainConfig", "TrainResult", "Trainer",
            "ablation_config", "build_learners", "default_policy", "policy_mismatch", "scored_advantages"]
 
 #: the learning rate when none is given: ours for the numeric policy (the paper's 4e-5 is for LoRA
@@ -82,6 +82,10 @@ DEFAULT_GROUPS = {"operators": (2, 8), "*": (8, 64)}
 
 #: steps of a run with a wall budget and no step count (the budget ends it)
 UNLIMITED_STEPS = 10**9
+
+#: TrainConfig fields that a resumed run may change (``discoverygym train --resume``, the benchmark
+#: and ``discoverygym compare``); every other field must match the stored config.json
+RESUMABLE_FIELDS = ("steps", "budget_s", "image_every", "eval_workers")
 
 
 def default_policy(env_id: str) -> str:

@@ -38,7 +38,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from discoverygym.agents.bench import RESUMABLE_FIELDS, rank_test, run_one  # the benchmark's code
+from discoverygym.agents.bench import rank_test, run_one  # the benchmark's code
 
 __all__ = ["ALPHA", "default_study_dir", "rank_test", "study"]
 
@@ -82,8 +82,9 @@ def _study_spec(args: argparse.Namespace, names: list[str], overrides: dict) -> 
 
 def _prepare_root(args: argparse.Namespace, spec: dict) -> tuple[Path, dict]:
     """The study directory and the study to run: new (``--run-dir`` or a fresh default), or the
-    stored one ``--resume`` finishes (its overrides, with ``steps``/``budget_s``/``image_every`` from
+    stored one ``--resume`` finishes (its overrides, with the ``RESUMABLE_FIELDS`` from
     the command line when given; other given values must match)."""
+    from discoverygym.agents.trainer import RESUMABLE_FIELDS
     from discoverygym.io import file_in_the_way
 
     if args.run_dir is None:

@@ -156,8 +156,6 @@ _FIELDS = (("steps", "steps"), ("groups", "groups"), ("group_size", "group_size"
            ("llm_device", "device"), ("train_model", "train_model"), ("task_options", "env_kwargs"),
            ("eval_workers", "eval_workers"), ("edit_format", "edit_format"))
 
-#: TrainConfig fields that ``--resume`` may change (the rest must match the stored run).
-_CHANGEABLE = ("steps", "budget_s", "image_every", "eval_workers")
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -274,8 +272,8 @@ def _train(args: argparse.Namespace, console: Console) -> int:
     """``train`` for every learner: the numeric policy on constructions, an LLM on programs."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from discoverygym.agents.trainer import (ABLATIONS, UNLIMITED_STEPS, TrainConfig, Trainer, ablation_config,
-                                             policy_mismatch)
+    from discoverygym.agents.trainer import (ABLATIONS, RESUMABLE_FIELDS, UNLIMITED_STEPS, TrainConfig, Trainer,
+                                             ablation_config, policy_mismatch)
     from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
     from discoverygym.policy import is_llm_spec
 
@@ -288,13 +286,13 @@ def _train(args: argparse.Namespace, console: Console) -> int:
     overrides = _overrides(args)
     if args.resume:
         stored = _stored_train_config(run_dir, args.env_id)
-        conflicts = [k for k, v in overrides.items() if k not in _CHANGEABLE and stored.get(k) != v]
+        conflicts = [k for k, v in overrides.items() if k not in RESUMABLE_FIELDS and stored.get(k) != v]
         if conflicts:
             raise _Usage(
                 f"--resume continues with the stored configuration; these arguments differ from it: "
-                f"{', '.join(sorted(conflicts))} (only {', '.join(_CHANGEABLE)} may change)"
+                f"{', '.join(sorted(conflicts))} (only {', '.join(RESUMABLE_FIELDS)} may change)"
             )
-        stored.update({k: v for k, v in overrides.items() if k in _CHANGEABLE})
+        stored.update({k: v for k, v in overrides.items() if k in RESUMABLE_FIELDS})
         config = _make_config(TrainConfig, **stored)
         initial = _load_init(config.init)
     else:
