@@ -22,7 +22,7 @@ from pathlib import Path
 import gymnasium as gym
 
 import discoverygym  # noqa: F401  (registers the envs)
-from discoverygym.io import atomic_write_json
+from discoverygym.io import atomic_write_json, json_lines
 
 
 def main() -> int:
@@ -39,7 +39,7 @@ def main() -> int:
         print(f"not stored: verified {state.score!r} ({state.error}) against the run's {best['score']!r}")
         return 1
     config = json.loads((args.run_dir / "config.json").read_text())
-    metrics = [json.loads(line) for line in (args.run_dir / "metrics.jsonl").read_text().splitlines() if line]
+    metrics = json_lines((args.run_dir / "metrics.jsonl").read_text())
     commit = args.commit or subprocess.run(["git", "rev-parse", "HEAD"], check=False, capture_output=True, text=True,
                                            cwd=Path(__file__).parent).stdout.strip()
     atomic_write_json(args.out, {

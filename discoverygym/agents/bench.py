@@ -229,8 +229,6 @@ def _run_reference(env_id: str, config: str, seed: int, budget_s: float, t0: flo
             "curve": track.curve}
 
 
-
-
 def run_one(env_id: str, config: str, seed: int, budget_s: float | None, *, train_config: Any = None,
             run_dir: str | Path | None = None, initial: Any = None, callback: Callable[[dict], None] | None = None) -> dict:
     """One run of the benchmark or of a ``discoverygym compare`` study (the one runner of both).

@@ -63,8 +63,8 @@ from discoverygym.policy import CHAT_REFUSAL, POLICIES, SamplingContext, is_chat
 from discoverygym.search.reuse import EpsilonGreedyReuse, NoReuse, PUCTReuse, ReuseWrapper
 from discoverygym.types import State
 
-__all__ = ["ABLATIONS", "DEFAULT_GROUPS", "METRICS", "RESUMABLE_FIELDS", "NaiveRL", "TTTDiscover", "TrainConfig", "TrainResult", "Trainer",
-           "ablation_config", "build_learners", "default_policy", "policy_mismatch", "scored_advantages"]
+__all__ = ["ABLATIONS", "DEFAULT_GROUPS", "METRICS", "RESUMABLE_FIELDS", "NaiveRL", "TTTDiscover", "TrainConfig",
+           "TrainResult", "Trainer", "ablation_config", "build_learners", "default_policy", "policy_mismatch", "scored_advantages"]
 
 #: the learning rate when none is given: ours for the numeric policy (the paper's 4e-5 is for LoRA
 #: adapters of an LLM and moves a 100-parameter Gaussian policy by nothing visible in 50 steps),

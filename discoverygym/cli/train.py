@@ -157,7 +157,6 @@ _FIELDS = (("steps", "steps"), ("groups", "groups"), ("group_size", "group_size"
            ("eval_workers", "eval_workers"), ("edit_format", "edit_format"))
 
 
-
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The TrainConfig fields given on the command line (``None`` flags are left to the config)."""
     _check_numbers(args)

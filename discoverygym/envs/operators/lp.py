@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from discoverygym.rewards.convolution import convolve
+
 __all__ = ["AC1", "ERDOS", "BilinearMax", "slp"]
 
 #: most active constraints (rows) and free pieces (columns) of one LP, and most entries of its
@@ -43,11 +45,7 @@ UPPER_SLACK = 1e-9
 
 
 def _convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if a.size * b.size <= 4_000_000:
-        return np.convolve(a, b)
-    from scipy.signal import fftconvolve
-
-    return fftconvolve(a, b)
+    return convolve(a, b)[0]  # the verifiers' convolution: direct below DIRECT_BELOW pieces, else FFT
 
 
 def _erdos_prepare(x: np.ndarray) -> np.ndarray:
