@@ -10,6 +10,12 @@ problem has a smoothed-max polisher (:func:`~discoverygym.envs.polish.erdos_smoo
 * ``block`` — a local multiplicative perturbation of a contiguous block of pieces;
 * ``upsample`` / ``downsample`` — ×2 refinement (each piece split in two; the bound is unchanged)
   or ½ coarsening (pairs averaged), the resolution moves of those programs;
+* ``resample`` — linear interpolation of the piece heights to ``round(factor·n)`` pieces
+  (``factor ∈ [1/8, 2]``): the free change of resolution, e.g. from TTT-Discover's 1000-8000-piece
+  AC1 start down to the 100-600 pieces where an LP step is cheap (Matolcsi & Vinuesa 2010 used 208);
+* ``smooth`` — a Gaussian filter of width ``sigma`` pieces (``scipy.ndimage.gaussian_filter1d``),
+  which moves a noisy start into a smooth basin (the good constructions of all four problems are
+  smooth at the scale of a few pieces);
 * ``symmetrize`` — mix with the mirror image (``h ← (1 − λ) h + λ h[::-1]``);
 * ``shake`` — a global multiplicative perturbation;
 * ``lp`` — sequential linear programming on the near-maximal shifts of a block of pieces
@@ -87,6 +93,23 @@ def downsample(x, rng, *, polisher: Polisher, clip, **_) -> np.ndarray:
     return _finish(h, polisher, clip)
 
 
+def resample(x, rng, factor, *, polisher: Polisher, clip, **_) -> np.ndarray:
+    """Heights linearly interpolated (at the piece centres) to ``round(factor·n)`` pieces, kept
+    within ``[MIN_PIECES, MAX_PIECES]``, then a short polish (``POLISH_STEPS``)."""
+    n = len(x)
+    m = int(min(max(round(factor * n), MIN_PIECES), MAX_PIECES))
+    h = np.interp((np.arange(m) + 0.5) / m, (np.arange(n) + 0.5) / n, x) if m != n else x
+    return _finish(h, polisher, clip)
+
+
+def smooth(x, rng, sigma, *, polisher: Polisher, clip, **_) -> np.ndarray:
+    """A Gaussian filter of standard deviation ``sigma`` pieces (edges: nearest value), then a short
+    polish (``POLISH_STEPS``)."""
+    from scipy.ndimage import gaussian_filter1d
+
+    return _finish(gaussian_filter1d(x, float(sigma), mode="nearest"), polisher, clip)
+
+
 def symmetrize(x, rng, mix, *, polisher: Polisher, clip, **_) -> np.ndarray:
     """``(1 − mix) h + mix h[::-1]``, then a short polish (``POLISH_STEPS``)."""
     return _finish((1 - mix) * x + mix * x[::-1], polisher, clip)
@@ -98,9 +121,13 @@ def shake(x, rng, scale, *, polisher: Polisher, clip, **_) -> np.ndarray:
     return _finish(np.abs(h) if clip is not None else h, polisher, clip)
 
 
+#: LP solves per ``lp`` call
+LP_ITERATIONS = 5
+
+
 def lp(x, rng, width, delta, margin, *, model: _lp.BilinearMax, **_) -> np.ndarray:
-    """Three trust-region LP steps on a random block of ``width·n`` pieces (:func:`~discoverygym.envs.operators.lp.slp`)."""
-    return _lp.slp(model, x, rng, width, delta, margin)
+    """``LP_ITERATIONS`` trust-region LP steps on a random block of ``width·n`` pieces (:func:`~discoverygym.envs.operators.lp.slp`)."""
+    return _lp.slp(model, x, rng, width, delta, margin, iterations=LP_ITERATIONS)
 
 
 def step_operators(polisher: Polisher, clip: tuple[float, float] | None, temp0: float = 1.0,
@@ -122,6 +149,10 @@ def step_operators(polisher: Polisher, clip: tuple[float, float] | None, temp0: 
                                                   ParamSpec("scale", 0.005, 0.5, log=True, doc="relative change"))),
         Operator("upsample", partial(upsample, **kw)),
         Operator("downsample", partial(downsample, **kw)),
+        Operator("resample", partial(resample, **kw),
+                 (ParamSpec("factor", 0.125, 2.0, log=True, doc="new number of pieces / old", default=1.0),)),
+        Operator("smooth", partial(smooth, **kw),
+                 (ParamSpec("sigma", 0.5, 30.0, log=True, doc="Gaussian width (pieces)"),)),
         Operator("symmetrize", partial(symmetrize, **kw), (ParamSpec("mix", 0.0, 0.5, doc="mirror weight"),)),
         Operator("shake", partial(shake, **kw), (ParamSpec("scale", 0.001, 0.2, log=True, doc="relative change"),)),
     ]
@@ -134,9 +165,9 @@ def step_operators(polisher: Polisher, clip: tuple[float, float] | None, temp0: 
         ops.append(Operator("lp", partial(lp, model=bilinear),
                             (ParamSpec("width", 0.02, 1.0, log=True, doc="share of pieces free", default=1.0),
                              ParamSpec("delta", 1e-5, 0.05, log=True, doc="trust radius (share of the mean height)",
-                                       default=1e-3),
+                                       default=0.02),
                              ParamSpec("margin", 1e-5, 0.05, log=True, doc="shifts within this share of the max",
-                                       default=1e-3)),
+                                       default=0.02)),
                             "sequential LP on the near-maximal shifts (trust region)"))
     return tuple(ops)
 
