@@ -298,6 +298,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminate(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _terminate_as_interrupt() -> None:
+    """Handle SIGTERM (what ``kill``, SLURM and a CI timeout send) as Ctrl-C: the commands'
+    ``KeyboardInterrupt`` paths then close their worker pools and print the resume command, where
+    the default action killed the main process alone and left its worker processes running."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``discoverygym``; returns the exit code."""
     parser = build_parser()
@@ -305,6 +320,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.argv = argv  # for the exact resume command printed on Ctrl-C / failure
     console = Console()
+    _terminate_as_interrupt()
     try:
         if args.command == "search":
             return search_cli.run(args)

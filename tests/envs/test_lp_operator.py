@@ -50,3 +50,15 @@ def test_lp_operator_is_declared_by_erdos_and_ac1_only():
              ("ErdosMinOverlap-v0", "FirstAutocorrelation-v0", "SecondAutocorrelation-v0")}
     assert "lp" in names["ErdosMinOverlap-v0"] and "lp" in names["FirstAutocorrelation-v0"]
     assert "lp" not in names["SecondAutocorrelation-v0"]  # AC2's bound is not a max of bilinear forms
+
+
+def test_erdos_prepare_projects_heights_that_scaling_pushes_above_one():
+    # 25 pieces near 1 and 35 near 0: scaled to Σh = n/2 they exceed 1, where a plain clip
+    # would lower Σh and the verifier's rescaling would push them above 1 again (an invalid child)
+    x = np.r_[np.full(25, 0.99), np.full(35, 0.05)]  # scaled by 30 / 26.5
+    h = lp.ERDOS.prepare(x)
+    assert h.sum() == pytest.approx(30.0, abs=1e-9) and h.min() >= 0 and h.max() <= 1 - lp.UPPER_SLACK
+    assert 0 < erdos_min_overlap(h).value < 1  # raises when invalid
+    assert 0 < erdos_min_overlap(lp.slp(lp.ERDOS, x, np.random.default_rng(0), 1.0, 0.02, 0.02)).value < 1
+    inside = _start(40, 4)  # heights that scaling keeps inside [0, 1] are only scaled
+    np.testing.assert_allclose(lp.ERDOS.prepare(inside), inside * 20 / inside.sum(), rtol=0, atol=1e-15)
