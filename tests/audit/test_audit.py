@@ -114,6 +114,10 @@ def test_cli_audit_of_a_construction_env_passes_and_prints_the_table(capsys):
 def test_audit_of_a_python_program_env_passes():
     pytest.importorskip("scanpy")
     pytest.importorskip("sklearn")
+    from discoverygym.sandbox.python import bwrap_available
+
+    if not bwrap_available():
+        pytest.skip("bubblewrap unavailable: ScRNADenoising-v0 scores programs only under it")
     names = {"py-return-nan", "py-wrong-shape", "py-self-reported-dict", "py-read-hidden", "py-write-outside"}
     rows = audit("ScRNADenoising-v0", exploits=[x for x in library() if x.name in names])
     assert {r.attack for r in rows} == names  # the hidden-file read applies: the task declares hidden paths

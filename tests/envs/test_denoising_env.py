@@ -34,7 +34,12 @@ def cache(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="module")
 def small(cache):
-    """A 100-cell x 150-gene subset of pbmc68k_reduced, short limits (sandbox tests)."""
+    """A 100-cell x 150-gene subset of pbmc68k_reduced, short limits (sandbox tests: the env scores
+    programs only under bubblewrap, so they skip where it cannot run)."""
+    from discoverygym.sandbox.python import bwrap_available
+
+    if not bwrap_available():
+        pytest.skip("bubblewrap unavailable: ScRNADenoising-v0 scores programs only under it")
     return make_denoising("pbmc68k-reduced", n_cells=100, n_genes=150, cache_dir=cache, timeout_s=60.0)
 
 
@@ -223,10 +228,11 @@ def test_program_receives_only_train_counts_and_budget(small):
 @pytest.mark.parametrize("use_bwrap", [False, True])
 def test_raw_data_files_are_hidden_from_candidates(cache, use_bwrap):
     """The files holding the full counts (full - X_train = test) cannot be read by a candidate."""
-    import shutil
 
-    if use_bwrap and shutil.which("bwrap") is None:
-        pytest.skip("bubblewrap is not installed")
+    from discoverygym.sandbox.python import bwrap_available
+
+    if use_bwrap and not bwrap_available():
+        pytest.skip("bubblewrap unavailable")
     task = make_denoising("pbmc68k-reduced", n_cells=100, n_genes=150, cache_dir=cache, timeout_s=60.0,
                           use_bwrap=use_bwrap, allow_unconfined=not use_bwrap)
     task.data()  # writes the cache file, one of the hidden paths
@@ -272,8 +278,10 @@ def test_raw_data_files_are_hidden_through_aliases(cache, use_bwrap):
     import shutil
     import tempfile
 
-    if use_bwrap and shutil.which("bwrap") is None:
-        pytest.skip("bubblewrap is not installed")
+    from discoverygym.sandbox.python import bwrap_available
+
+    if use_bwrap and not bwrap_available():
+        pytest.skip("bubblewrap unavailable")
     task = make_denoising("pbmc68k-reduced", n_cells=100, n_genes=150, cache_dir=cache, timeout_s=60.0,
                           use_bwrap=use_bwrap, allow_unconfined=not use_bwrap)
     task.data()
