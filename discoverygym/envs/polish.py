@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["POLISHERS", "ac1_smooth_max", "erdos_smooth_max", "get_polisher", "slsqp_circles"]
+__all__ = ["POLISHERS", "ac1_smooth_max", "erdos_smooth_max", "get_polisher", "project_box_sum", "slsqp_circles"]
 
 
 # ----------------------------------------------------------------------------- circle packing
@@ -123,17 +123,26 @@ def slsqp_circles(z: Any, maxiter: int = 100, ftol: float = 1e-12) -> np.ndarray
 
 
 # ----------------------------------------------------------------------------- step functions
-def _project_box_sum(h, total: float):  # torch tensor -> torch tensor in {0<=h<=1, Σh=total}
-    import torch
+def project_box_sum(h: Any, total: float, upper: float = 1.0) -> Any:
+    """Euclidean projection of ``h`` onto ``{0 ≤ h_i ≤ upper, Σ h_i = total}``: ``clip(h − τ, 0, upper)``
+    with the shift ``τ`` found by 60 bisection steps (the sum is monotone in ``τ``).
 
-    lo, hi = float(h.min()) - 1.0, float(h.max())
+    Args:
+        h: ``(n,)`` float64, a numpy array or a torch tensor (the result has the same type).
+        total: the required sum, in ``[0, n·upper]``; upper: the box's upper bound (> 0).
+
+    Returns:
+        ``(n,)`` of ``h``'s type. Used by the Erdős polisher (heights in [0, 1], Σh = n/2; the
+        verifier's normalisation, :mod:`discoverygym.rewards.erdos`) and by the ``lp`` operator's normalisation.
+    """
+    lo, hi = float(h.min()) - upper, float(h.max())
     for _ in range(60):
         mid = 0.5 * (lo + hi)
-        if float(torch.clamp(h - mid, 0.0, 1.0).sum()) > total:
+        if float((h - mid).clip(0.0, upper).sum()) > total:
             lo = mid
         else:
             hi = mid
-    return torch.clamp(h - hi, 0.0, 1.0)
+    return (h - hi).clip(0.0, upper)
 
 
 def _adam_smooth_max(x0: np.ndarray, value, project, steps: int, lr: float, temp: float) -> np.ndarray:
@@ -186,12 +195,12 @@ def erdos_smooth_max(h: Any, steps: int = 30, lr: float = 2e-3, temp: float = 20
 
     x = np.asarray(h, dtype=np.float64)
     n = x.size
-    x0 = _project_box_sum(torch.tensor(x * (n / 2) / max(x.sum(), 1e-300)), n / 2).numpy()
+    x0 = project_box_sum(torch.tensor(x * (n / 2) / max(x.sum(), 1e-300)), n / 2).numpy()
 
     def value(v, t):
         return _smax(_autocorr(v, torch.flip(1.0 - v, [0])) * 2.0 / n, t)
 
-    return _adam_smooth_max(x0, value, lambda v: _project_box_sum(v, n / 2), steps, lr, temp)
+    return _adam_smooth_max(x0, value, lambda v: project_box_sum(v, n / 2), steps, lr, temp)
 
 
 def ac1_smooth_max(f: Any, steps: int = 30, lr: float = 1e-2, temp: float = 200.0) -> np.ndarray:

@@ -23,6 +23,7 @@ from discoverygym.envs.denoising import baselines as B
 from discoverygym.envs.denoising import load_split, make_denoising
 from discoverygym.envs.denoising.data import load_counts
 from discoverygym.rewards import denoising as D
+from discoverygym.sandbox.python import bwrap_available
 
 EXAMPLE = os.path.join(os.path.dirname(discoverygym.__file__), "examples", "denoise_diffusion.py")
 
@@ -36,8 +37,6 @@ def cache(tmp_path_factory) -> str:
 def small(cache):
     """A 100-cell x 150-gene subset of pbmc68k_reduced, short limits (sandbox tests: the env scores
     programs only under bubblewrap, so they skip where it cannot run)."""
-    from discoverygym.sandbox.python import bwrap_available
-
     if not bwrap_available():
         pytest.skip("bubblewrap unavailable: ScRNADenoising-v0 scores programs only under it")
     return make_denoising("pbmc68k-reduced", n_cells=100, n_genes=150, cache_dir=cache, timeout_s=60.0)
@@ -228,9 +227,6 @@ def test_program_receives_only_train_counts_and_budget(small):
 @pytest.mark.parametrize("use_bwrap", [False, True])
 def test_raw_data_files_are_hidden_from_candidates(cache, use_bwrap):
     """The files holding the full counts (full - X_train = test) cannot be read by a candidate."""
-
-    from discoverygym.sandbox.python import bwrap_available
-
     if use_bwrap and not bwrap_available():
         pytest.skip("bubblewrap unavailable")
     task = make_denoising("pbmc68k-reduced", n_cells=100, n_genes=150, cache_dir=cache, timeout_s=60.0,
@@ -277,8 +273,6 @@ def test_raw_data_files_are_hidden_through_aliases(cache, use_bwrap):
     the hidden files under another text; reading through them is refused (or finds an empty file)."""
     import shutil
     import tempfile
-
-    from discoverygym.sandbox.python import bwrap_available
 
     if use_bwrap and not bwrap_available():
         pytest.skip("bubblewrap unavailable")

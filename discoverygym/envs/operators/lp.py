@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from discoverygym.envs.polish import project_box_sum
 from discoverygym.rewards.convolution import convolve
 
 __all__ = ["AC1", "ERDOS", "BilinearMax", "slp"]
@@ -50,18 +51,14 @@ def _convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _erdos_prepare(x: np.ndarray) -> np.ndarray:
     """Scaled to Σh = n/2; when that leaves a height outside [0, 1 − UPPER_SLACK], projected onto
-    {0 ≤ h ≤ 1 − UPPER_SLACK, Σh = n/2} (a shift found by bisection, then clipped), since a plain
-    clip would change Σh and the verifier's own rescaling would push heights above 1 again."""
+    {0 ≤ h ≤ 1 − UPPER_SLACK, Σh = n/2} (:func:`~discoverygym.envs.polish.project_box_sum`), since a
+    plain clip would change Σh and the verifier's own rescaling would push heights above 1 again."""
     n = x.size
     top = 1.0 - UPPER_SLACK
     h = x * (n / 2) / max(float(x.sum()), 1e-300)
     if h.min() >= 0.0 and h.max() <= top:
         return h
-    lo, hi = float(h.min()) - 1.0, float(h.max())
-    for _ in range(100):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if float(np.clip(h - mid, 0.0, top).sum()) > n / 2 else (lo, mid)
-    return np.clip(h - hi, 0.0, top)
+    return project_box_sum(h, n / 2, top)
 
 
 def _erdos_values(h: np.ndarray) -> np.ndarray:
