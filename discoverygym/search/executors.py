@@ -341,7 +341,38 @@ class LocalEvaluator(Evaluator):
             return self._pool.submit(_run_in_worker, task)
 
     def close(self, cancel: bool = False) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=cancel)
+        """Shut the pool down, waiting for the running tasks (``cancel``: drop the queued ones).
+
+        A Ctrl-C (or any exception) while this waits means *stop now*: every worker process,
+        including one still starting up, is killed (SIGKILL) and reaped before the exception
+        propagates, so none is left unpickling the pool's semaphores after this process exits
+        (which prints a ``FileNotFoundError`` traceback per worker) and none outlives the owner.
+        Idempotent.
+
+        Raises:
+            KeyboardInterrupt: re-raised after the workers are killed.
+        """
+        try:
+            self._pool.shutdown(wait=True, cancel_futures=cancel)
+        except BaseException:
+            self._kill_workers()
+            raise
+
+    def _kill_workers(self) -> None:
+        """SIGKILL and reap the pool's worker processes; then release the pool without waiting.
+
+        ``ProcessPoolExecutor`` has no public way to do this before Python 3.14
+        (``kill_workers``), so this reads its ``_processes`` table (pid -> Process) defensively.
+        """
+        processes = dict(getattr(self._pool, "_processes", None) or {})
+        for proc in processes.values():
+            with contextlib.suppress(Exception):
+                proc.kill()
+        for proc in processes.values():
+            with contextlib.suppress(Exception):
+                proc.join(timeout=5)
+        with contextlib.suppress(Exception):
+            self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 # ----------------------------------------------------------------------------- Ray
