@@ -60,6 +60,7 @@ from discoverygym.agents.objectives import Objective, make_objective
 from discoverygym.agents.policies.edits import check_edit_format, edit_stats
 from discoverygym.io import atomic_write_json, available_cpus, limit_native_threads
 from discoverygym.policy import CHAT_REFUSAL, POLICIES, SamplingContext, is_chat_spec, is_llm_spec, split_spec
+from discoverygym.search.executors import ParentGuard, guard_parent
 from discoverygym.search.reuse import EpsilonGreedyReuse, NoReuse, PUCTReuse, ReuseWrapper
 from discoverygym.types import State
 
@@ -817,8 +818,10 @@ def _run_task(env: Any, task: _EvalTask) -> tuple[Any, State]:
 _WORKER_ENV: Any = None
 
 
-def _worker_init(env: Any) -> None:
+def _worker_init(env: Any, guard: Any = None) -> None:
     global _WORKER_ENV
+    if guard is not None:  # die with the trainer, even when it is killed (SIGKILL, SIGTERM in a script)
+        guard_parent(guard)
     if env is not None:
         _WORKER_ENV = env
     torch.set_num_threads(1)
@@ -834,7 +837,10 @@ class _EvalPool:
     interpreter (``forkserver`` where available, else ``spawn``: forking a trainer that already runs
     threads, e.g. torch's or a tokenizer's, can deadlock the child), each with its own unpickled copy
     of the env. Results come back in task order, so the trainer's results do not depend on the number
-    of workers."""
+    of workers. Each worker dies with the trainer's process even when that is killed without running
+    its ``finally`` blocks (SIGKILL; SIGTERM in a script that does not handle it): it watches the
+    owner's pid (:func:`discoverygym.search.executors.guard_parent`), so no worker, and then no
+    forkserver, is left behind."""
 
     def __init__(self, env: Any, workers: int) -> None:
         import multiprocessing as mp
@@ -845,8 +851,9 @@ class _EvalPool:
         ctx = mp.get_context(method)
         if method == "forkserver":
             ctx.set_forkserver_preload(["discoverygym.agents.trainer"])
+        guard = ParentGuard(os.getpid(), direct=method != "forkserver")
         self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
-                                         initargs=(env,))
+                                         initargs=(env, guard))
 
     def map(self, tasks: list[_EvalTask]) -> list[tuple[Any, State]]:
         """Run the tasks; ``(action, child)`` per task, in order."""

@@ -49,9 +49,11 @@ __all__ = [
     "EvaluatorSpec",
     "InlineEvaluator",
     "LocalEvaluator",
+    "ParentGuard",
     "RayEvaluator",
     "available_cpus",
     "evaluate_task",
+    "guard_parent",
     "make_evaluator",
 ]
 
@@ -172,7 +174,7 @@ _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 WATCHDOG_INTERVAL_S = 0.2
 
 
-class _ParentGuard:
+class ParentGuard:
     """How a pool worker makes sure it does not outlive the process that owns the pool.
 
     It is part of the worker's start arguments, so it is pickled by the thread that starts the
@@ -181,7 +183,7 @@ class _ParentGuard:
     ``ProcessPoolExecutor`` starts workers lazily from whichever thread calls ``submit`` (in the
     runner, possibly the dispatcher thread, which ends before the pool is closed), so the
     death signal is only armed for workers started by the main thread of their direct parent;
-    every worker also runs a watchdog thread (see :func:`_guard_parent`).
+    every worker also runs a watchdog thread (see :func:`guard_parent`).
 
     Attributes:
         owner: pid of the process that owns the pool.
@@ -196,7 +198,7 @@ class _ParentGuard:
 
     def __reduce__(self) -> tuple:
         main = threading.current_thread() is threading.main_thread()
-        return (_ParentGuard, (self.owner, self.direct, self.direct and main))
+        return (ParentGuard, (self.owner, self.direct, self.direct and main))
 
 
 def _pid_alive(pid: int) -> bool:
@@ -228,7 +230,7 @@ def _set_pdeathsig() -> bool:
         return False
 
 
-def _guard_parent(guard: _ParentGuard) -> None:
+def guard_parent(guard: ParentGuard) -> None:
     """Make this worker die with the pool's owner, even when the owner is killed with SIGKILL.
 
     * Linux, worker started by the owner's main thread: ``PR_SET_PDEATHSIG`` = SIGKILL (immediate);
@@ -275,7 +277,7 @@ def _sigint_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def _init_worker(spec: EvaluatorSpec, guard: _ParentGuard | None = None, threads: int | None = None) -> None:
+def _init_worker(spec: EvaluatorSpec, guard: ParentGuard | None = None, threads: int | None = None) -> None:
     global _WORKER_ENV
     if threads is not None:  # one of several workers: BLAS single-threaded, the pool gives the parallelism
         limit_native_threads(threads)
@@ -283,7 +285,7 @@ def _init_worker(spec: EvaluatorSpec, guard: _ParentGuard | None = None, threads
     if hasattr(signal, "pthread_sigmask"):  # blocked since the parent started this worker
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     if guard is not None:
-        _guard_parent(guard)
+        guard_parent(guard)
     _WORKER_ENV = spec.make()
 
 
@@ -300,7 +302,7 @@ class LocalEvaluator(Evaluator):
     """A process pool on this machine, one environment per worker process.
 
     Workers never outlive this process: they are its direct children (``spawn``), and each one
-    dies with it even when it is killed with SIGKILL (see :class:`_ParentGuard`), so a killed
+    dies with it even when it is killed with SIGKILL (see :class:`ParentGuard`), so a killed
     search leaves no process behind and ``--resume`` starts from a clean machine.
 
     Args:
@@ -324,7 +326,7 @@ class LocalEvaluator(Evaluator):
             max_workers=self.workers,
             mp_context=multiprocessing.get_context(method),
             initializer=_init_worker,
-            initargs=(spec, _ParentGuard(os.getpid(), direct=method != "forkserver"),
+            initargs=(spec, ParentGuard(os.getpid(), direct=method != "forkserver"),
                       1 if self.workers > 1 else None),
         )
 
