@@ -141,6 +141,10 @@ class TrainConfig:
     reuse_kwargs: dict = field(default_factory=dict)  # e.g. {"c": 1.0} (App. A.2)
     train: bool = True  # False: the "no training" / "best-of-N" ablations (policy frozen)
     skip_repeats: bool = True  # rollouts that only reproduce their start state's reward get no advantage (is_repeat)
+    # construction envs: a child whose reward equals a kept archive state's (to REPEAT_RTOL) stands for
+    # that state instead of taking a slot of its own (Archive.reward_rtol; ours, the papers' archives
+    # deduplicate exact solutions only). Program envs never (equal scores of different programs are common).
+    reward_dedup: bool = True
     kl_coef: float = 0.1  # TTT-Discover App. A: λ of token-level KL shaping (0.01 for AtCoder)
     lr: float | None = None  # None: DEFAULT_LR of the learner family
     adam_beta1: float = 0.9  # TTT-Discover App. A
@@ -449,8 +453,10 @@ class Trainer:
             start = dataclasses.replace(judged, id=start.id)
         self.initial: State = start
         self.best: State = start
-        self.reuse = make_reuse(config.reuse, self.env, start if start.valid else None,
-                                **config.reuse_kwargs)
+        reuse_kwargs = dict(config.reuse_kwargs)
+        if config.reward_dedup and self.env.unwrapped.action_kind != "code":
+            reuse_kwargs.setdefault("reward_rtol", REPEAT_RTOL)
+        self.reuse = make_reuse(config.reuse, self.env, start if start.valid else None, **reuse_kwargs)
         self.rng = np.random.default_rng(config.seed)
         torch.manual_seed(config.seed)
         if config.torch_threads:

@@ -105,11 +105,20 @@ class Archive:
         dedup: whether a state whose :func:`solution_key` equals a kept state's is dropped in favour
             of its kept twin (``True``, the default). ``False`` keeps every duplicate as its own
             state, as SimpleTES's node database does (RPUCG ``compat="simpletes"``).
+        reward_rtol: also treat a valid, non-initial state as a duplicate of a kept valid state
+            whose reward equals its own to ``reward_rtol · max(|reward|, 1)`` (``None``, the
+            default and the papers' archives: off). Meant for continuous constructions ending in
+            a local optimiser, where a move that falls back into a known basin returns the same
+            optimum with other coordinates (a permutation, a reflection, float noise), which the
+            exact :func:`solution_key` misses: measured on CirclePacking-26-v0 after 300 s of
+            ``discoverygym train``, 118 of the 309 kept states were such copies (35 of one basin),
+            crowding PUCT's rank prior and the per-parent slots. Never use it where different
+            solutions often tie (integer scores, programs). Only applies when ``dedup`` is on.
 
     Adding a batch (:meth:`add_batch`): each state is (1) dropped if invalid and
     ``keep_invalid`` is false, or if unscored (never judged here, so no failure either), (2) dropped if its :func:`solution_key` equals that of a state
-    currently kept (or an earlier state of the same batch) — the *resolved* id is then the kept
-    twin's id, (3) otherwise inserted; then (4) the per-parent cap and (5) the global cap are
+    currently kept (or an earlier state of the same batch), or, with ``reward_rtol``, if its reward
+    matches a kept valid state's — the *resolved* id is then the kept twin's id, (3) otherwise inserted; then (4) the per-parent cap and (5) the global cap are
     enforced. (TTT-Discover's code filters the top-k of a batch before deduplicating; we
     deduplicate first, so that a duplicate never takes a slot from a new solution.)
 
@@ -129,6 +138,7 @@ class Archive:
         children_per_parent: int | None = 2,
         keep_invalid: bool = False,
         dedup: bool = True,
+        reward_rtol: float | None = None,
     ) -> None:
         if max_states is not None and max_states < 1:
             raise ValueError(f"max_states must be >= 1 or None, got {max_states}")
@@ -138,6 +148,7 @@ class Archive:
         self.children_per_parent = children_per_parent
         self.keep_invalid = keep_invalid
         self.dedup = bool(dedup)
+        self.reward_rtol = reward_rtol
         self.version = 0
         self.layout = 0
         self.evictions = 0
@@ -146,6 +157,21 @@ class Archive:
         self._children: dict[str, list[str]] = {}  # every id ever added -> child ids (all)
         self._initial_ids: list[str] = []
         self._protected: set[str] = set()
+
+    @property
+    def reward_rtol(self) -> float | None:
+        """The relative reward tolerance of deduplication (``None``: off); see the class docstring.
+
+        Raises:
+            ValueError: on assignment, a value that is not ``None`` or a finite number >= 0.
+        """
+        return self._reward_rtol
+
+    @reward_rtol.setter
+    def reward_rtol(self, value: float | None) -> None:
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"reward_rtol must be a finite number >= 0 or None, got {value}")
+        self._reward_rtol = None if value is None else float(value)
 
     # ------------------------------------------------------------------ storage
     def _init_storage(self, capacity: int) -> None:
@@ -340,7 +366,24 @@ class Archive:
             return kept
         key = solution_key(state)
         twin = self._keys.get(key) if key is not None else None
+        if twin is None and state.valid and not state.unscored:
+            twin = self._reward_twin(state.reward)
         return None if twin is None else self.get(twin)
+
+    def _reward_twin(self, reward: float) -> str | None:
+        """Id of a kept valid state whose reward is within ``reward_rtol`` of ``reward`` (the
+        highest such), or ``None`` (also when ``reward_rtol`` or ``dedup`` is off). O(log n)."""
+        if self.reward_rtol is None or not self.dedup or not math.isfinite(reward):
+            return None
+        self._rank_pending()
+        tol = self.reward_rtol * max(abs(reward), 1.0)
+        i = self._ranked.bisect_left((False, -(reward + tol), -1))
+        if i == len(self._ranked):
+            return None
+        nan, neg, slot = self._ranked[i]
+        if nan or -neg < reward - tol:
+            return None
+        return self._states[slot].id  # type: ignore[union-attr]
 
     def is_protected(self, state_id: str) -> bool:
         """Whether the state is exempt from eviction (initial seeds and :meth:`protect`-ed states)."""
@@ -385,6 +428,10 @@ class Archive:
             key = solution_key(state) if self.dedup else None
             if key is not None and key in self._keys:
                 resolved.append(self._keys[key])
+                continue
+            twin = None if initial or not state.valid else self._reward_twin(state.reward)
+            if twin is not None:  # the same optimum in other coordinates (reward_rtol)
+                resolved.append(twin)
                 continue
             self._insert(state, key, initial)
             inserted.append(state.id)
@@ -521,6 +568,7 @@ class Archive:
                 "children_per_parent": self.children_per_parent,
                 "keep_invalid": self.keep_invalid,
                 **({} if self.dedup else {"dedup": False}),
+                **({} if self.reward_rtol is None else {"reward_rtol": self.reward_rtol}),
             },
             "states": [state_record(s) for s in self],
             "initial_ids": list(self._initial_ids),

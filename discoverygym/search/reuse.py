@@ -78,6 +78,9 @@ class ReuseWrapper(gym.Wrapper):
             ``reset()`` returned may always be passed here.
         inspirations: states per prompt when ``reset`` picks (default: the rule's).
         seed: seeds :attr:`rng` (default: seeded from the env's generator on first use).
+        reward_rtol: set on the default archive (ignored with ``archive``): a child whose reward
+            equals a kept state's to this relative tolerance stands for that state
+            (:class:`~discoverygym.search.archive.Archive`; ``None``, the papers' archive: off).
 
     Attributes:
         archive: the :class:`~discoverygym.search.archive.Archive`.
@@ -94,10 +97,15 @@ class ReuseWrapper(gym.Wrapper):
         initial_states: Sequence[State] | None = None,
         inspirations: int | None = None,
         seed: int | None = None,
+        reward_rtol: float | None = None,
     ) -> None:
         super().__init__(env)
         self.rule = rule
-        self.archive = archive if archive is not None else rule.new_archive()
+        if archive is None:
+            archive = rule.new_archive()
+            if reward_rtol is not None:
+                archive.reward_rtol = reward_rtol
+        self.archive = archive
         self._initial_states = list(initial_states or [])
         self.n_inspirations = inspirations or rule.default_inspirations
         self.inspirations: list[State] = []

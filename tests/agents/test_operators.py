@@ -187,3 +187,35 @@ def test_repeats_of_the_start_state_get_no_advantage_unless_asked(monkeypatch, q
         else:
             assert metrics["repeat_fraction"] == 0.0
             assert kept == [True] * 8
+
+
+def test_construction_runs_keep_one_archive_state_per_reward(monkeypatch, quick_slsqp):
+    """reward_dedup (default): a construction env's archive merges a child whose reward equals a kept
+    state's (to REPEAT_RTOL) into that state; reward_dedup=False keeps the papers' exact-solution dedup.
+    Half the rollouts are made copies of their start state in other coordinates (same reward)."""
+    from discoverygym.agents.trainer import REPEAT_RTOL
+
+    real_judge = Trainer._judge
+
+    def judge(self, starts, samples, keys):
+        children = real_judge(self, starts, samples, keys)
+        out = []
+        for (g, k), c in zip(keys, children):
+            if k % 2 == 0:  # the start's optimum, mirrored (x -> 1 - x): same reward, another solution
+                mirrored = np.asarray(starts[g].solution, dtype=float).copy()
+                mirrored[:, 0] = 1.0 - mirrored[:, 0]
+                c = dataclasses.replace(starts[g], id=f"{c.id}-mirror", solution=mirrored,
+                                        parent_ids=(starts[g].id,))
+            out.append(c)
+        return out
+
+    monkeypatch.setattr(Trainer, "_judge", judge)
+    for dedup in (True, False):
+        cfg = ablation_config("full", env_id="CirclePacking-26-v0", policy="operators", steps=3, groups=2,
+                              group_size=4, eval_workers=1, image_every=0, reward_dedup=dedup)
+        trainer = Trainer(cfg)
+        assert trainer.reuse.archive.reward_rtol == (REPEAT_RTOL if dedup else None)
+        trainer.run()
+        rewards = np.sort([s.reward for s in trainer.reuse.archive.states()])
+        close = np.diff(rewards) <= REPEAT_RTOL * np.maximum(np.abs(rewards[1:]), 1.0)
+        assert close.any() != dedup, rewards  # copies kept only without reward_dedup

@@ -279,3 +279,59 @@ def test_a_large_archive_keeps_the_reference_order():
     expected = sorted(range(len(rewards)), key=lambda i: (-rewards[i], i))
     assert slots.tolist() == expected
     assert np.all(np.diff(neg) >= 0)
+
+
+# ----------------------------------------------------------------------------- reward_rtol
+def test_reward_rtol_off_by_default_keeps_equal_rewards():
+    a = Archive(max_states=None, children_per_parent=None)
+    a.add(S("root", 0.0), initial=True)
+    assert a.add_batch([S("x", 2.0, ("root",)), S("y", 2.0, ("root",))]) == ["x", "y"]
+
+
+def test_reward_rtol_merges_a_child_into_the_kept_state_of_equal_reward():
+    a = Archive(max_states=None, children_per_parent=None, reward_rtol=1e-9)
+    a.add(S("root", 1.0), initial=True)
+    assert a.add(S("x", 2.0, ("root",))) == "x"
+    # within 1e-9 * max(|2|, 1) = 2e-9, from another parent too: the kept twin stands for it
+    assert a.add(S("y", 2.0 + 1.5e-9, ("x",))) == "x"
+    assert a.add(S("z", 2.0 - 1.9e-9, ("root",))) == "x"
+    assert a.add(S("w", 2.0 + 2.1e-9, ("root",))) == "w"  # just outside: a state of its own
+    assert a.add(S("v", 1.0, ("x",))) == "root"  # an initial state stands for its copies too
+    assert sorted(ids(a)) == ["root", "w", "x"]
+    assert a.resolve(S("u", 2.0 + 1e-10)).id == "w"  # the highest kept reward in the window
+    # the same batch: the second of two equal rewards merges into the first
+    assert a.add_batch([S("p", 5.0, ("w",)), S("q", 5.0, ("w",))]) == ["p", "p"]
+    # a failure is never merged, and never kept here
+    assert a.add(S("f", 2.0, ("root",), valid=False)) is None
+
+
+def test_reward_rtol_keeps_every_initial_state_and_scales_below_one():
+    a = Archive(max_states=None, children_per_parent=None, reward_rtol=1e-6)
+    assert a.add_batch([S("i1", 0.001), S("i2", 0.001)], initial=True) == ["i1", "i2"]
+    # |reward| < 1: the tolerance is absolute (1e-6 * 1), not 1e-6 * 0.001
+    assert a.add(S("c", 0.001 + 9e-7, ("i1",))) == "i1"
+    assert a.add(S("d", 0.001 + 1.1e-6, ("i1",))) == "d"
+
+
+def test_reward_rtol_an_evicted_twin_no_longer_captures_and_the_option_persists(tmp_path):
+    a = Archive(max_states=None, children_per_parent=1, reward_rtol=1e-12)
+    a.add(S("root", 0.0), initial=True)
+    assert a.add(S("lo", 1.0, ("root",))) == "lo"
+    assert a.add(S("hi", 3.0, ("root",))) == "hi"  # evicts lo (one child per parent)
+    assert "lo" not in a
+    assert a.add(S("lo2", 1.0, ("hi",))) == "lo2"
+    path = tmp_path / "archive.json"
+    a.save(path)
+    b = Archive.load(path)
+    assert b.reward_rtol == 1e-12
+    assert b.add(S("hi2", 3.0, ("lo2",))) == "hi"
+    assert ids(b) == ids(a)
+
+
+@pytest.mark.parametrize("bad", [-1e-9, math.nan, math.inf])
+def test_reward_rtol_rejects_bad_values(bad):
+    with pytest.raises(ValueError, match="reward_rtol"):
+        Archive(reward_rtol=bad)
+    a = Archive()
+    with pytest.raises(ValueError, match="reward_rtol"):
+        a.reward_rtol = bad
