@@ -190,8 +190,8 @@ def test_repeats_of_the_start_state_get_no_advantage_unless_asked(monkeypatch, q
 
 
 def test_construction_runs_keep_one_archive_state_per_reward(monkeypatch, quick_slsqp):
-    """reward_dedup (default): a construction env's archive merges a child whose reward equals a kept
-    state's (to REPEAT_RTOL) into that state; reward_dedup=False keeps the papers' exact-solution dedup.
+    """reward_dedup=True: a construction env's archive merges a child whose reward equals a kept state's
+    (to REPEAT_RTOL) into that state; reward_dedup=False (default) keeps the papers' exact-solution dedup.
     Half the rollouts are made copies of their start state in other coordinates (same reward)."""
     from discoverygym.agents.trainer import REPEAT_RTOL
 
