@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import alive
+
 SCRIPT = textwrap.dedent("""
     import os, signal
     import gymnasium as gym
@@ -27,12 +29,6 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="/proc and process groups as on Linux")
@@ -48,9 +44,9 @@ def test_a_killed_trainer_leaves_no_pool_worker(tmp_path):
         assert proc.returncode == -signal.SIGKILL
         assert pids, "the pool ran no task"
         deadline = time.monotonic() + 10  # the watchdog looks every 0.2 s
-        while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        while time.monotonic() < deadline and any(alive(p) for p in pids):
             time.sleep(0.1)
-        assert not [p for p in pids if _alive(p)], "pool workers outlived the trainer"
+        assert not [p for p in pids if alive(p)], "pool workers outlived the trainer"
         deadline = time.monotonic() + 10  # then the forkserver, left without clients, exits too
         left = True
         while left and time.monotonic() < deadline:

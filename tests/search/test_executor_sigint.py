@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import alive
+
 SCRIPT = textwrap.dedent("""
     from discoverygym.search.executors import EvaluatorSpec, LocalEvaluator
 
@@ -45,15 +47,19 @@ CLOSE_SCRIPT = textwrap.dedent("""
 """)
 
 
+def _start(tmp_path: Path, text: str) -> subprocess.Popen:
+    """Run ``text`` as a script in its own process group (a terminal's Ctrl-C reaches the whole group)."""
+    script = tmp_path / "script.py"
+    script.write_text(text)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    return subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True, env=env)
+
+
 @pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX signal masks")
 @pytest.mark.parametrize("delay_s", [0.2, 0.6])
 def test_ctrl_c_during_worker_start_up_prints_no_worker_traceback(tmp_path, delay_s):
-    script = tmp_path / "pool.py"
-    script.write_text(SCRIPT)
-    root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, PYTHONPATH=str(root))
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True, env=env)
+    proc = _start(tmp_path, SCRIPT)
     try:
         assert proc.stdout.readline().strip() == "ready"
         time.sleep(delay_s)  # the workers are importing (spawn): a terminal's Ctrl-C reaches the whole group
@@ -68,23 +74,10 @@ def test_ctrl_c_during_worker_start_up_prints_no_worker_traceback(tmp_path, dela
     assert out.strip().splitlines() in (["parent interrupted"], ["warm"], ["warm", "parent interrupted"]), out
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX signal masks")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and POSIX signal masks")
 def test_ctrl_c_while_close_waits_kills_the_workers_at_once(tmp_path):
     """close() waiting on a 60 s task: a Ctrl-C stops it now, with no worker left and no traceback."""
-    script = tmp_path / "close.py"
-    script.write_text(CLOSE_SCRIPT)
-    root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, PYTHONPATH=str(root))
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True, env=env)
+    proc = _start(tmp_path, CLOSE_SCRIPT)
     try:
         pids = [int(p) for p in proc.stdout.readline().split()]
         assert len(pids) == 2
@@ -101,4 +94,4 @@ def test_ctrl_c_while_close_waits_kills_the_workers_at_once(tmp_path):
     assert "Traceback" not in err, err[-3000:]
     assert proc.returncode == 0
     assert waited < 30
-    assert not [pid for pid in pids if _alive(pid)]
+    assert not [pid for pid in pids if alive(pid)]
