@@ -826,7 +826,7 @@ def _run_task(env: Any, task: _EvalTask) -> tuple[Any, State]:
 _WORKER_ENV: Any = None
 
 
-def _worker_init(env: Any, guard: Any = None) -> None:
+def _worker_init(env: Any, guard: ParentGuard | None = None) -> None:
     global _WORKER_ENV
     if guard is not None:  # die with the trainer, even when it is killed (SIGKILL, SIGTERM in a script)
         guard_parent(guard)

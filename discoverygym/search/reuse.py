@@ -78,9 +78,13 @@ class ReuseWrapper(gym.Wrapper):
             ``reset()`` returned may always be passed here.
         inspirations: states per prompt when ``reset`` picks (default: the rule's).
         seed: seeds :attr:`rng` (default: seeded from the env's generator on first use).
-        reward_rtol: set on the default archive (ignored with ``archive``): a child whose reward
-            equals a kept state's to this relative tolerance stands for that state
+        reward_rtol: set on the default archive: a child whose reward equals a kept state's to
+            this relative tolerance stands for that state
             (:class:`~discoverygym.search.archive.Archive`; ``None``, the papers' archive: off).
+
+    Raises:
+        ValueError: both ``archive`` and ``reward_rtol`` given (set it on the archive instead), or a
+            ``reward_rtol`` that is not a finite number >= 0.
 
     Attributes:
         archive: the :class:`~discoverygym.search.archive.Archive`.
@@ -105,6 +109,8 @@ class ReuseWrapper(gym.Wrapper):
             archive = rule.new_archive()
             if reward_rtol is not None:
                 archive.reward_rtol = reward_rtol
+        elif reward_rtol is not None:
+            raise ValueError("reward_rtol is set on the default archive; with archive=, set archive.reward_rtol")
         self.archive = archive
         self._initial_states = list(initial_states or [])
         self.n_inspirations = inspirations or rule.default_inspirations

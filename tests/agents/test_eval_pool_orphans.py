@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.processes import alive
+from tests.processes import alive, group_gone
 
 SCRIPT = textwrap.dedent("""
     import os, signal
@@ -47,15 +47,8 @@ def test_a_killed_trainer_leaves_no_pool_worker(tmp_path):
         while time.monotonic() < deadline and any(alive(p) for p in pids):
             time.sleep(0.1)
         assert not [p for p in pids if alive(p)], "pool workers outlived the trainer"
-        deadline = time.monotonic() + 10  # then the forkserver, left without clients, exits too
-        left = True
-        while left and time.monotonic() < deadline:
-            try:
-                os.killpg(proc.pid, 0)
-                time.sleep(0.1)
-            except ProcessLookupError:
-                left = False
-        assert not left, "a process of the trainer's group (the forkserver?) outlived it"
+        # then the forkserver, left without clients, exits too
+        assert group_gone(proc.pid, 10), "a process of the trainer's group (the forkserver?) outlived it"
     finally:
         try:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -12,6 +12,8 @@ import time
 
 import pytest
 
+from tests.processes import group_gone
+
 
 @pytest.mark.skipif(sys.platform != "linux", reason="process groups and SIGTERM as on Linux")
 def test_sigterm_closes_the_worker_pool_and_leaves_a_resumable_run(tmp_path):
@@ -39,13 +41,7 @@ def _stop_and_check(proc: subprocess.Popen, run_dir) -> None:
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130, out
     assert "--resume" in out
-    left, until = True, time.monotonic() + 15  # the forkserver exits once its parent is gone
-    while left and time.monotonic() < until:
-        try:  # a worker that outlived the trainer is still in the group
-            os.killpg(proc.pid, 0)
-            time.sleep(0.2)
-        except ProcessLookupError:
-            left = False
-    assert not left, "worker processes outlived the trainer"
+    # the forkserver exits once its parent is gone; a worker that outlived the trainer is still in the group
+    assert group_gone(proc.pid, 15, poll_s=0.2), "worker processes outlived the trainer"
     latest = json.loads((run_dir / "checkpoints" / "latest.json").read_text())
     assert latest

@@ -156,3 +156,14 @@ def test_seeded_runs_repeat_and_resume_exactly(wrapper, tmp_path):
     assert resumed.archive.states() == full.archive.states()
     assert resumed.rule.state_dict() == full.rule.state_dict()
     assert len(full.archive) > 5  # the search did move
+
+
+def test_reward_rtol_goes_on_the_default_archive_and_refuses_a_given_one():
+    from discoverygym.search.archive import Archive
+
+    assert PUCTReuse(toy_env(), reward_rtol=1e-9).archive.reward_rtol == 1e-9
+    assert PUCTReuse(toy_env()).archive.reward_rtol is None
+    with pytest.raises(ValueError, match="archive.reward_rtol"):
+        PUCTReuse(toy_env(), archive=Archive(), reward_rtol=1e-9)
+    with pytest.raises(ValueError, match="reward_rtol"):
+        EpsilonGreedyReuse(toy_env(), reward_rtol=-1.0)
