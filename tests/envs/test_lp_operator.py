@@ -45,20 +45,65 @@ def test_slp_lowers_the_verified_bound(name):
     assert verify(block).value <= before
 
 
-def test_lp_operator_is_declared_by_erdos_and_ac1_only():
+@pytest.mark.parametrize("op", ["lp", "hop"])
+def test_lp_and_hop_operators_are_declared_by_erdos_and_ac1_only(op):
     names = {env: [o.name for o in ENVS[env].operators] for env in
              ("ErdosMinOverlap-v0", "FirstAutocorrelation-v0", "SecondAutocorrelation-v0")}
-    assert "lp" in names["ErdosMinOverlap-v0"] and "lp" in names["FirstAutocorrelation-v0"]
-    assert "lp" not in names["SecondAutocorrelation-v0"]  # AC2's bound is not a max of bilinear forms
+    assert op in names["ErdosMinOverlap-v0"] and op in names["FirstAutocorrelation-v0"]
+    assert op not in names["SecondAutocorrelation-v0"]  # AC2's bound is not a max of bilinear forms
 
 
-def test_erdos_prepare_projects_heights_that_scaling_pushes_above_one():
-    # 25 pieces near 1 and 35 near 0: scaled to Σh = n/2 they exceed 1, where a plain clip
-    # would lower Σh and the verifier's rescaling would push them above 1 again (an invalid child)
-    x = np.r_[np.full(25, 0.99), np.full(35, 0.05)]  # scaled by 30 / 26.5
-    h = lp.ERDOS.prepare(x)
-    assert h.sum() == pytest.approx(30.0, abs=1e-9) and h.min() >= 0 and h.max() <= 1 - lp.UPPER_SLACK
-    assert 0 < erdos_min_overlap(h).value < 1  # raises when invalid
-    assert 0 < erdos_min_overlap(lp.slp(lp.ERDOS, x, np.random.default_rng(0), 1.0, 0.02, 0.02)).value < 1
-    inside = _start(40, 4)  # heights that scaling keeps inside [0, 1] are only scaled
-    np.testing.assert_allclose(lp.ERDOS.prepare(inside), inside * 20 / inside.sum(), rtol=0, atol=1e-15)
+def _operator(env_id: str, name: str):
+    return next(o for o in ENVS[env_id].operators if o.name == name)
+
+
+def test_slp_stops_once_the_trust_radius_is_below_min_delta():
+    x = _start(40, 2)
+    calls = []
+    real = lp._lp_step
+
+    def counting(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lp, "_lp_step", counting)
+        lp.slp(lp.ERDOS, x, np.random.default_rng(0), 1.0, 1e-4, 0.02, iterations=50, min_delta=1e-3)
+        assert calls == []  # the start radius is already below min_delta
+        lp.slp(lp.ERDOS, x, np.random.default_rng(0), 1.0, 0.05, 0.02, iterations=1000, min_delta=1e-6)
+    assert 0 < len(calls) < 1000  # stopped on convergence, not on the iteration cap
+
+
+@pytest.mark.parametrize("env_id, verify", [("ErdosMinOverlap-v0", erdos_min_overlap),
+                                            ("FirstAutocorrelation-v0", first_autocorrelation)])
+def test_hop_is_deterministic_capped_and_verified_valid(env_id, verify):
+    from discoverygym.envs.operators.steps import HOP_MAX_PIECES
+
+    hop = _operator(env_id, "hop")
+    x = _start(400, 3)
+    params = {"scale": 0.3, "factor": 1.0}
+    a = hop.apply(x, params, np.random.default_rng(7))
+    b = hop.apply(x, params, np.random.default_rng(7))
+    np.testing.assert_array_equal(a, b)
+    assert a.size == HOP_MAX_PIECES  # 400 pieces are resampled down to the cap
+    verify(a)  # raises on an invalid construction
+    small = hop.apply(x[:60], {"scale": 0.3, "factor": 0.5}, np.random.default_rng(7))
+    assert small.size == 30 and np.isfinite(verify(small).value)
+
+
+def test_hop_moves_to_another_local_minimum():
+    # lp alone stays at the bottom of its basin; a hop jumps away and ends at the bottom of another
+    # (each hop is one perturb-then-minimise move of basin hopping; its use is measured in the README)
+    x = lp.slp(lp.ERDOS, _start(50, 4), np.random.default_rng(0), 1.0, 0.05, 0.02, iterations=200)
+    start = erdos_min_overlap(x).value
+    again = lp.slp(lp.ERDOS, x, np.random.default_rng(1), 1.0, 0.05, 0.02, iterations=50)
+    assert erdos_min_overlap(again).value > start - 1e-9
+    hop = _operator("ErdosMinOverlap-v0", "hop")
+    random_start = erdos_min_overlap(_start(50, 5)).value
+    for seed in range(3):
+        child = hop.apply(x, {"scale": 0.3, "factor": 1.0}, np.random.default_rng(seed))
+        value = erdos_min_overlap(child).value
+        assert np.abs(child - lp.ERDOS.prepare(x)).max() > 0.05  # it left the parent
+        polished = lp.slp(lp.ERDOS, child, np.random.default_rng(2), 1.0, 0.05, 0.02, iterations=50)
+        assert erdos_min_overlap(polished).value > value - 1e-4  # and ends near a local minimum
+        assert value < start + 0.2 * (random_start - start)  # a good one, not a random function

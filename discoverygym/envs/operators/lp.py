@@ -144,7 +144,7 @@ def _lp_step(model: BilinearMax, x: np.ndarray, c: np.ndarray, cols: np.ndarray,
 
 
 def slp(model: BilinearMax, x: np.ndarray, rng: np.random.Generator, width: float, delta: float,
-        margin: float, iterations: int = 3) -> np.ndarray:
+        margin: float, iterations: int = 3, min_delta: float = 0.0) -> np.ndarray:
     """``iterations`` trust-region LP steps on a random block of pieces (see the module docstring).
 
     Args:
@@ -155,7 +155,9 @@ def slp(model: BilinearMax, x: np.ndarray, rng: np.random.Generator, width: floa
         delta: initial trust radius, a share of ``mean(x)`` per piece.
         margin: ``c_m`` with ``c_m ≥ (1 − margin)·max c`` are linearised (at most :data:`MAX_ROWS`
             and :data:`MAX_ENTRIES` / the block's width, the largest kept).
-        iterations: LP solves.
+        iterations: most LP solves.
+        min_delta: stop once the trust radius has shrunk below this (a converged iterate: every
+            step since the last success failed); ``0`` runs all ``iterations``.
 
     Returns:
         ``(n,)`` float64 heights whose exact ``max c`` (computed here) is no higher than that of
@@ -172,6 +174,8 @@ def slp(model: BilinearMax, x: np.ndarray, rng: np.random.Generator, width: floa
     c = model.values(x)
     best = float(c.max())
     for _ in range(iterations):
+        if delta < min_delta:
+            break
         cand = _lp_step(model, x, c, cols, delta, margin)
         if cand is None:
             delta /= 4
