@@ -91,19 +91,33 @@ def test_hop_is_deterministic_capped_and_verified_valid(env_id, verify):
     assert small.size == 30 and np.isfinite(verify(small).value)
 
 
-def test_hop_moves_to_another_local_minimum():
-    # lp alone stays at the bottom of its basin; a hop jumps away and ends at the bottom of another
-    # (each hop is one perturb-then-minimise move of basin hopping; its use is measured in the README)
-    x = lp.slp(lp.ERDOS, _start(50, 4), np.random.default_rng(0), 1.0, 0.05, 0.02, iterations=200)
+def _converged(seed: int) -> np.ndarray:
+    return lp.slp(lp.ERDOS, _start(50, seed), np.random.default_rng(0), 1.0, 0.05, 0.02, iterations=200)
+
+
+def test_one_hop_moves_to_another_local_minimum():
+    # lp alone stays at the bottom of its basin; a hop jumps away and ends near the bottom of another
+    from discoverygym.envs.operators.steps import _hop_once
+
+    x = _converged(4)
     start = erdos_min_overlap(x).value
     again = lp.slp(lp.ERDOS, x, np.random.default_rng(1), 1.0, 0.05, 0.02, iterations=50)
     assert erdos_min_overlap(again).value > start - 1e-9
-    hop = _operator("ErdosMinOverlap-v0", "hop")
     random_start = erdos_min_overlap(_start(50, 5)).value
     for seed in range(3):
-        child = hop.apply(x, {"scale": 0.3, "factor": 1.0}, np.random.default_rng(seed))
+        child = _hop_once(x, np.random.default_rng(seed), 0.3, lp.ERDOS)
         value = erdos_min_overlap(child).value
-        assert np.abs(child - lp.ERDOS.prepare(x)).max() > 0.05  # it left the parent
+        assert np.abs(child - x).max() > 0.05  # it left the parent
         polished = lp.slp(lp.ERDOS, child, np.random.default_rng(2), 1.0, 0.05, 0.02, iterations=50)
         assert erdos_min_overlap(polished).value > value - 1e-4  # and ends near a local minimum
         assert value < start + 0.2 * (random_start - start)  # a good one, not a random function
+
+
+def test_hop_is_greedy_never_worse_and_sometimes_better():
+    hop = _operator("ErdosMinOverlap-v0", "hop")
+    x = _converged(5)
+    start = erdos_min_overlap(x).value
+    values = [erdos_min_overlap(hop.apply(x, {"scale": 0.3, "factor": 1.0}, np.random.default_rng(s))).value
+              for s in range(6)]
+    assert max(values) <= start + 1e-12  # a failed hop is not kept
+    assert min(values) < start - 1e-7, (start, values)  # 24 hops from a converged start find a better basin
