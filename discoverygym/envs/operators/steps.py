@@ -29,7 +29,12 @@ problem has a smoothed-max polisher (:func:`~discoverygym.envs.polish.erdos_smoo
   better. A move this large is needed because ``lp`` only finds the
   bottom of the basin it starts in: from 16 random 50-piece Erdős starts it ended at
   0.38111-0.3815, while hops of scale 0.3 from the best of them reached 0.38097 (Haugland's
-  basin) within 100 hops (measured; ours).
+  basin) within 100 hops (measured; ours);
+* ``anneal`` (AC1) — one long Adam schedule on the smoothed bound with the inverse temperature
+  raised 1000x over 5,000-100,000 steps (:func:`~discoverygym.envs.operators.anneal.ac1_anneal`),
+  on at most :data:`ANNEAL_MAX_PIECES` pieces: the gradient programs' long runs, which the
+  40-step ``adam`` polish cannot stand in for (from a flat 200-piece start one 100,000-step call
+  reached 1.51573, while hops stalled at 1.519-1.522; measured, ours).
 
 Without a polisher (AC2, AC3) the same variations are returned unpolished (verified like any
 candidate). Lengths stay within ``[MIN_PIECES, MAX_PIECES]``.
@@ -43,6 +48,7 @@ from functools import partial
 import numpy as np
 
 from discoverygym.envs.operators import lp as _lp
+from discoverygym.envs.operators.anneal import ac1_anneal
 from discoverygym.envs.operators.base import Operator, ParamSpec
 from discoverygym.envs.polish import ac1_smooth_max, erdos_smooth_max
 
@@ -189,8 +195,27 @@ def hop(x, rng, factor, *, model: _lp.BilinearMax, **_) -> np.ndarray:
     return h
 
 
+#: most pieces an ``anneal`` call works on (a longer parent is linearly resampled to this many):
+#: a 100,000-step call takes about 16 s on 200 pieces, and 600 pieces did no better per second
+ANNEAL_MAX_PIECES = 300
+
+
+def anneal(x, rng, iterations, beta0, lr, **_) -> np.ndarray:
+    """The heights linearly resampled to at most :data:`ANNEAL_MAX_PIECES` pieces, then one
+    annealed Adam schedule (:func:`~discoverygym.envs.operators.anneal.ac1_anneal`: ``iterations``
+    steps, inverse temperature ``beta0`` raised 1000x, step size ``lr``); the best exact iterate, so
+    never worse than the (resampled) start."""
+    x = np.maximum(np.asarray(x, dtype=np.float64), 0.0)
+    n = x.size
+    if n > ANNEAL_MAX_PIECES:
+        m = ANNEAL_MAX_PIECES
+        x = np.interp((np.arange(m) + 0.5) / m, (np.arange(n) + 0.5) / n, x)
+    return ac1_anneal(x, rng, int(iterations), float(beta0), float(lr))
+
+
 def step_operators(polisher: Polisher, clip: tuple[float, float] | None, temp0: float = 1.0,
-                   lr0: float = 1.0, bilinear: _lp.BilinearMax | None = None) -> tuple[Operator, ...]:
+                   lr0: float = 1.0, bilinear: _lp.BilinearMax | None = None,
+                   annealed: bool = False) -> tuple[Operator, ...]:
     """The step-function operators of one problem.
 
     Args:
@@ -201,6 +226,7 @@ def step_operators(polisher: Polisher, clip: tuple[float, float] | None, temp0: 
             ``temp`` and ``lr`` parameters are factors of these).
         bilinear: the bound as a max of bilinear forms (:data:`~discoverygym.envs.operators.lp.ERDOS`,
             :data:`~discoverygym.envs.operators.lp.AC1`): adds the ``lp`` and ``hop`` operators; ``None``: neither.
+        annealed: add the ``anneal`` operator (AC1's bound only: its gradient is AC1's).
     """
     kw = {"polisher": polisher, "clip": clip, "temp0": temp0, "lr0": lr0}
     ops = [
@@ -231,11 +257,19 @@ def step_operators(polisher: Polisher, clip: tuple[float, float] | None, temp0: 
         ops.append(Operator("hop", partial(hop, model=bilinear),
                             (ParamSpec("factor", 0.25, 2.0, log=True, doc="new number of pieces / old", default=1.0),),
                             "basin hop: resample, perturb every height, LP to convergence"))
+    if annealed:
+        ops.append(Operator("anneal", anneal,
+                            (ParamSpec("iterations", 5000, 100000, log=True, doc="Adam steps", default=30000),
+                             ParamSpec("beta0", 3.0, 3000.0, log=True, doc="initial inverse temperature",
+                                       default=30.0),
+                             ParamSpec("lr", 1e-3, 3e-2, log=True, doc="Adam step size on sqrt(f)", default=1e-2)),
+                            "long annealed Adam on the smoothed bound (inverse temperature raised 1000x)"))
     return tuple(ops)
 
 
 #: Erdős: heights in [0, 1] (the polisher rescales to Σh = n/2); AC1: f ≥ 0
 ERDOS_OPERATORS = step_operators(erdos_smooth_max, (0.0, 1.0), temp0=2000.0, lr0=2e-3, bilinear=_lp.ERDOS)
-AC1_OPERATORS = step_operators(ac1_smooth_max, (0.0, np.inf), temp0=200.0, lr0=1e-2, bilinear=_lp.AC1)
+AC1_OPERATORS = step_operators(ac1_smooth_max, (0.0, np.inf), temp0=200.0, lr0=1e-2, bilinear=_lp.AC1,
+                               annealed=True)
 AC2_OPERATORS = step_operators(None, (0.0, np.inf))
 AC3_OPERATORS = step_operators(None, None)

@@ -1,0 +1,106 @@
+"""Long annealed Adam on the log-sum-exp smoothed first autocorrelation bound (AC1).
+
+The first autocorrelation bound of a step function ``f ≥ 0`` with ``n`` pieces is
+``C1(f) = 2n · max_k (f*f)_k / (Σf)²``. Its gradient methods (AlphaEvolve's and TTT-Discover's AC1
+programs: Novikov et al. 2025 §B.1; arXiv 2601.16175 App. C) minimise a smoothed max
+
+    L_β(f) = (1/β) · log Σ_k exp(β · c_k),    c = 2n (f*f) / (Σf)²,
+
+and raise the inverse temperature ``β`` as they go. What matters is the length of the schedule:
+on 200 pieces from a flat start, 2 x 40 Adam steps (the ``adam`` operator) barely move ``C1``,
+100,000 steps with ``β`` raised geometrically from 10 to 10,000 reached 1.51573 (16 s), and
+chains of 20,000-step calls restarted from their best stalled at 1.51677 after 240 s (measured on
+this project's 2-core machine; ours). So this module runs one long schedule per call, in plain
+numpy (``scipy.signal.fftconvolve``: about 0.15 ms per step on 200 pieces, some 25x faster than
+the torch polisher's per-step overhead at that size).
+
+Parametrisation ``f = x²`` keeps ``f ≥ 0`` without projection. The gradient is exact:
+``∂L/∂f_j = Σ_k w_k (4n/(Σf)²) f_{k−j} − 2 (w·c)/Σf`` with ``w = softmax(β c)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["ac1_anneal", "ac1_bound", "smoothed_gradient"]
+
+#: Adam moments (Kingma & Ba 2015 defaults)
+BETA1, BETA2, EPS = 0.9, 0.999, 1e-12
+#: steps between exact evaluations of the iterate (the best exact iterate is returned)
+CHECK_EVERY = 100
+
+
+def ac1_bound(f: np.ndarray) -> float:
+    """Exact ``C1 = 2n · max(f*f) / (Σf)²`` of ``(n,)`` float64 heights ``f ≥ 0`` with ``Σf > 0``
+    (``numpy.convolve``, the direct sum: the value used to pick the returned iterate; the env's
+    verifier recomputes it). Returns ``inf`` when ``Σf`` is not positive."""
+    s = float(f.sum())
+    if not s > 0.0:
+        return float("inf")
+    return 2.0 * f.size * float(np.convolve(f, f).max()) / s ** 2
+
+
+def smoothed_gradient(x: np.ndarray, beta: float) -> np.ndarray:
+    """``∂L_β(x²)/∂x`` (module docstring), ``(n,)`` float64, for ``(n,)`` float64 ``x`` with ``Σx² > 0``
+    and inverse temperature ``beta > 0``; exact (``scipy.signal.fftconvolve`` rounding aside)."""
+    from scipy.signal import fftconvolve
+
+    n = x.size
+    f = x * x
+    s = f.sum()
+    scale = 2.0 * n / s ** 2
+    c = fftconvolve(f, f) * scale
+    w = np.exp(beta * (c - c.max()))
+    w /= w.sum()
+    grad_f = 2.0 * scale * fftconvolve(w, f[::-1])[n - 1: 2 * n - 1] - 2.0 * float(w @ c) / s
+    return 2.0 * x * grad_f
+
+
+def ac1_anneal(f: np.ndarray, rng: np.random.Generator, iterations: int, beta0: float, lr: float,
+               span: float = 1000.0, jitter: float = 1e-3) -> np.ndarray:
+    """Adam on ``L_β`` (module docstring) with ``β`` raised geometrically from ``beta0`` to
+    ``beta0·span`` over ``iterations`` steps; returns the best exact iterate.
+
+    Args:
+        f: ``(n,)`` heights (negative entries are clipped to 0); normalised to mean 1 first.
+        rng: draws the start's multiplicative jitter ``1 + jitter·N(0, 1)`` on ``√f`` (it breaks
+            the symmetry of a flat start; the only randomness, so a call is deterministic given it).
+        iterations: Adam steps (≥ 1).
+        beta0: initial inverse temperature (``C1`` is about 1.5, so ``β = 1000`` resolves shifts
+            whose values differ by about 1e-3).
+        lr: Adam step size on ``x = √f`` (``f`` has mean 1).
+        span: ``β`` at the end / ``beta0``.
+        jitter: relative size of the start's jitter.
+
+    Returns:
+        ``(n,)`` float64, ``f ≥ 0``, mean 1: the iterate with the lowest exact ``C1`` among the start
+        (normalised, unjittered) and every ``CHECK_EVERY``-th step and the last; so never worse
+        than the start.
+
+    Raises:
+        ValueError: ``f`` not 1-D, empty, non-finite or with ``Σf ≤ 0``; ``iterations < 1``;
+            ``beta0``, ``lr`` or ``span`` not positive.
+    """
+    f0 = np.maximum(np.asarray(f, dtype=np.float64), 0.0)
+    if f0.ndim != 1 or f0.size == 0 or not np.all(np.isfinite(f0)) or not f0.sum() > 0:
+        raise ValueError("ac1_anneal: f must be a non-empty finite 1-D array with a positive sum")
+    if iterations < 1 or not (beta0 > 0 and lr > 0 and span > 0):
+        raise ValueError("ac1_anneal: need iterations >= 1 and positive beta0, lr, span")
+    n = f0.size
+    f0 = f0 / f0.mean()
+    best, best_f = ac1_bound(f0), f0
+    x = np.sqrt(f0) * (1.0 + jitter * rng.standard_normal(n))
+    m = np.zeros(n)
+    v = np.zeros(n)
+    for it in range(1, int(iterations) + 1):
+        beta = beta0 * span ** (it / iterations)
+        g = smoothed_gradient(x, beta)
+        m = BETA1 * m + (1 - BETA1) * g
+        v = BETA2 * v + (1 - BETA2) * g * g
+        x = x - lr * (m / (1 - BETA1 ** it)) / (np.sqrt(v / (1 - BETA2 ** it)) + EPS)
+        if it % CHECK_EVERY == 0 or it == iterations:
+            fx = x * x
+            value = ac1_bound(fx)
+            if value < best:
+                best, best_f = value, fx / fx.mean()
+    return best_f
