@@ -31,7 +31,7 @@ problem has a smoothed-max polisher (:func:`~discoverygym.envs.polish.erdos_smoo
   0.38111-0.3815, while hops of scale 0.3 from the best of them reached 0.38097 (Haugland's
   basin) within 100 hops (measured; ours);
 * ``anneal`` (AC1) — one long Adam schedule on the smoothed bound with the inverse temperature
-  raised 1000x over 5,000-100,000 steps (:func:`~discoverygym.envs.operators.anneal.ac1_anneal`),
+  raised 1000x over 10,000-200,000 steps (:func:`~discoverygym.envs.operators.anneal.ac1_anneal`),
   on at most :data:`ANNEAL_MAX_PIECES` pieces: the gradient programs' long runs, which the
   40-step ``adam`` polish cannot stand in for (from a flat 200-piece start one 100,000-step call
   reached 1.51573, while hops stalled at 1.519-1.522; measured, ours).
@@ -62,6 +62,12 @@ Polisher = Callable[..., np.ndarray] | None
 
 #: Adam iterations of the polish that ends every variation
 POLISH_STEPS = 40
+
+
+def _interp(x: np.ndarray, m: int) -> np.ndarray:
+    """The heights ``x`` (n,) linearly interpolated at the centres of ``m`` equal pieces (``x`` itself when ``m == n``)."""
+    n = x.size
+    return np.interp((np.arange(m) + 0.5) / m, (np.arange(n) + 0.5) / n, x) if m != n else x
 
 
 def _finish(h: np.ndarray, polisher: Polisher, clip: tuple[float, float] | None, steps: int | None = None,
@@ -112,8 +118,7 @@ def resample(x, rng, factor, *, polisher: Polisher, clip, **_) -> np.ndarray:
     within ``[MIN_PIECES, MAX_PIECES]``, then a short polish (``POLISH_STEPS``)."""
     n = len(x)
     m = int(min(max(round(factor * n), MIN_PIECES), MAX_PIECES))
-    h = np.interp((np.arange(m) + 0.5) / m, (np.arange(n) + 0.5) / n, x) if m != n else x
-    return _finish(h, polisher, clip)
+    return _finish(_interp(x, m), polisher, clip)
 
 
 def smooth(x, rng, sigma, *, polisher: Polisher, clip, **_) -> np.ndarray:
@@ -182,8 +187,7 @@ def hop(x, rng, factor, *, model: _lp.BilinearMax, **_) -> np.ndarray:
     n = x.size
     m = int(min(max(round(factor * n), MIN_PIECES), HOP_MAX_PIECES))
     if m != n:
-        h = np.interp((np.arange(m) + 0.5) / m, (np.arange(n) + 0.5) / n, x)
-        h = _lp.slp(model, h, rng, 1.0, 0.05, 0.02, iterations=HOP_ITERATIONS, min_delta=HOP_MIN_DELTA)
+        h = _lp.slp(model, _interp(x, m), rng, 1.0, 0.05, 0.02, iterations=HOP_ITERATIONS, min_delta=HOP_MIN_DELTA)
     else:
         h = model.prepare(x)
     best = float(model.values(h).max())
@@ -196,8 +200,8 @@ def hop(x, rng, factor, *, model: _lp.BilinearMax, **_) -> np.ndarray:
 
 
 #: most pieces an ``anneal`` call works on (a longer parent is linearly resampled to this many):
-#: a 100,000-step call takes about 16 s on 200 pieces, and 600 pieces did no better per second
-ANNEAL_MAX_PIECES = 300
+#: a 100,000-step call takes about 16-20 s on 200 pieces; 300 and 600 pieces did no better per second
+ANNEAL_MAX_PIECES = 200
 
 
 def anneal(x, rng, iterations, beta0, lr, **_) -> np.ndarray:
@@ -206,11 +210,7 @@ def anneal(x, rng, iterations, beta0, lr, **_) -> np.ndarray:
     steps, inverse temperature ``beta0`` raised 1000x, step size ``lr``); the best exact iterate, so
     never worse than the (resampled) start."""
     x = np.maximum(np.asarray(x, dtype=np.float64), 0.0)
-    n = x.size
-    if n > ANNEAL_MAX_PIECES:
-        m = ANNEAL_MAX_PIECES
-        x = np.interp((np.arange(m) + 0.5) / m, (np.arange(n) + 0.5) / n, x)
-    return ac1_anneal(x, rng, int(iterations), float(beta0), float(lr))
+    return ac1_anneal(_interp(x, min(x.size, ANNEAL_MAX_PIECES)), rng, int(iterations), float(beta0), float(lr))
 
 
 def step_operators(polisher: Polisher, clip: tuple[float, float] | None, temp0: float = 1.0,
@@ -259,10 +259,10 @@ def step_operators(polisher: Polisher, clip: tuple[float, float] | None, temp0: 
                             "basin hop: resample, perturb every height, LP to convergence"))
     if annealed:
         ops.append(Operator("anneal", anneal,
-                            (ParamSpec("iterations", 5000, 100000, log=True, doc="Adam steps", default=30000),
-                             ParamSpec("beta0", 3.0, 3000.0, log=True, doc="initial inverse temperature",
-                                       default=30.0),
-                             ParamSpec("lr", 1e-3, 3e-2, log=True, doc="Adam step size on sqrt(f)", default=1e-2)),
+                            (ParamSpec("iterations", 10000, 200000, log=True, doc="Adam steps", default=50000),
+                             ParamSpec("beta0", 3.0, 300.0, log=True, doc="initial inverse temperature",
+                                       default=10.0),
+                             ParamSpec("lr", 3e-3, 3e-2, log=True, doc="Adam step size on sqrt(f)", default=1e-2)),
                             "long annealed Adam on the smoothed bound (inverse temperature raised 1000x)"))
     return tuple(ops)
 
