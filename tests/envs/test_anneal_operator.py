@@ -45,7 +45,7 @@ def test_smoothed_gradient_equals_central_differences(beta):
 def test_anneal_is_deterministic_capped_never_worse_and_verified_better_from_flat():
     op = _operator("FirstAutocorrelation-v0", "anneal")
     flat = np.full(1000, 0.5)
-    params = {"iterations": 3000, "beta0": 10.0, "lr": 1e-2}
+    params = {"iterations": 3000, "beta0": 10.0}
     a = op.apply(flat, params, np.random.default_rng(5))
     b = op.apply(flat, params, np.random.default_rng(5))
     np.testing.assert_array_equal(a, b)
@@ -56,7 +56,7 @@ def test_anneal_is_deterministic_capped_never_worse_and_verified_better_from_fla
     got = first_autocorrelation(a.tolist())
     assert np.isfinite(got.value) and got.value < start - 0.3, (start, got.value)  # flat is far from 1.5
     # from its own converged output, a call with a huge step cannot make things worse
-    again = op.apply(a, {"iterations": 200, "beta0": 3.0, "lr": 3e-2}, np.random.default_rng(1))
+    again = op.apply(a, {"iterations": 200, "beta0": 3.0}, np.random.default_rng(1))
     assert first_autocorrelation(again.tolist()).value <= got.value + 1e-12
 
 
