@@ -55,7 +55,7 @@ def test_anneal_is_deterministic_capped_never_worse_and_verified_better_from_fla
     start = first_autocorrelation(flat.tolist()).value  # a flat function: C1 = 2 (up to rounding)
     got = first_autocorrelation(a.tolist())
     assert np.isfinite(got.value) and got.value < start - 0.3, (start, got.value)  # flat is far from 1.5
-    # from its own converged output, a call with a huge step cannot make things worse
+    # from its own converged output, a short call at a low starting temperature cannot make things worse
     again = op.apply(a, {"iterations": 200, "beta0": 3.0}, np.random.default_rng(1))
     assert first_autocorrelation(again.tolist()).value <= got.value + 1e-12
 
