@@ -45,19 +45,27 @@ def test_smoothed_gradient_equals_central_differences(beta):
 def test_anneal_is_deterministic_capped_never_worse_and_verified_better_from_flat():
     op = _operator("FirstAutocorrelation-v0", "anneal")
     flat = np.full(1000, 0.5)
-    params = {"iterations": 3000, "beta0": 10.0}
+    params = {"iterations": 3000, "beta0": 10.0, "factor": 0.2}
     a = op.apply(flat, params, np.random.default_rng(5))
     b = op.apply(flat, params, np.random.default_rng(5))
     np.testing.assert_array_equal(a, b)
-    from discoverygym.envs.operators.steps import ANNEAL_MAX_PIECES
-
-    assert a.size == ANNEAL_MAX_PIECES and np.all(a >= 0)
+    assert a.size == 200 and np.all(a >= 0)  # resampled to factor * n pieces
     start = first_autocorrelation(flat.tolist()).value  # a flat function: C1 = 2 (up to rounding)
     got = first_autocorrelation(a.tolist())
     assert np.isfinite(got.value) and got.value < start - 0.3, (start, got.value)  # flat is far from 1.5
     # from its own converged output, a short call at a low starting temperature cannot make things worse
-    again = op.apply(a, {"iterations": 200, "beta0": 3.0}, np.random.default_rng(1))
+    again = op.apply(a, {"iterations": 200, "beta0": 3.0, "factor": 1.0}, np.random.default_rng(1))
     assert first_autocorrelation(again.tolist()).value <= got.value + 1e-12
+
+
+def test_anneal_caps_the_pieces():
+    from discoverygym.envs.operators.steps import ANNEAL_MAX_PIECES, MIN_PIECES
+
+    op = _operator("FirstAutocorrelation-v0", "anneal")
+    up = op.apply(np.full(1000, 0.5), {"iterations": 5, "beta0": 10.0, "factor": 2.0}, np.random.default_rng(0))
+    assert up.size == ANNEAL_MAX_PIECES < 2000
+    down = op.apply(np.full(20, 0.5), {"iterations": 5, "beta0": 10.0, "factor": 0.125}, np.random.default_rng(0))
+    assert down.size == MIN_PIECES
 
 
 @pytest.mark.parametrize("bad", [np.zeros(10), np.array([1.0, np.nan, 2.0]), np.ones((3, 3)), np.array([])])
@@ -71,3 +79,5 @@ def test_anneal_refuses_bad_schedule():
         A.ac1_anneal(np.ones(8), np.random.default_rng(0), 0, 10.0, 1e-2)
     with pytest.raises(ValueError, match="positive"):
         A.ac1_anneal(np.ones(8), np.random.default_rng(0), 10, -1.0, 1e-2)
+    with pytest.raises(ValueError, match="lr_decay"):
+        A.ac1_anneal(np.ones(8), np.random.default_rng(0), 10, 10.0, 1e-2, lr_decay=0.5)

@@ -31,10 +31,12 @@ problem has a smoothed-max polisher (:func:`~discoverygym.envs.polish.erdos_smoo
   0.38111-0.3815, while hops of scale 0.3 from the best of them reached 0.38097 (Haugland's
   basin) within 100 hops (measured; ours);
 * ``anneal`` (AC1) — one long Adam schedule on the smoothed bound with the inverse temperature
-  raised 1000x over 10,000-200,000 steps (:func:`~discoverygym.envs.operators.anneal.ac1_anneal`),
-  on at most :data:`ANNEAL_MAX_PIECES` pieces: the gradient programs' long runs, which the
-  40-step ``adam`` polish cannot stand in for (from a flat 200-piece start one 100,000-step call
-  reached 1.51573, while hops stalled at 1.519-1.522; measured, ours).
+  raised 10,000x from ``beta0`` over 10,000-200,000 steps
+  (:func:`~discoverygym.envs.operators.anneal.ac1_anneal`), on the parent linearly resampled to
+  ``factor·n`` pieces (at most :data:`ANNEAL_MAX_PIECES`): the gradient programs' long runs, which
+  the 40-step ``adam`` polish cannot stand in for. A low ``beta0`` forgets the parent (a restart);
+  a high one refines it, so ``factor = 2`` with a high ``beta0`` is the coarse-to-fine ladder of
+  those programs (measured in the anneal module's docstring).
 
 Without a polisher (AC2, AC3) the same variations are returned unpolished (verified like any
 candidate). Lengths stay within ``[MIN_PIECES, MAX_PIECES]``.
@@ -199,25 +201,29 @@ def hop(x, rng, factor, *, model: _lp.BilinearMax, **_) -> np.ndarray:
     return h
 
 
-#: most pieces an ``anneal`` call works on (a longer parent is linearly resampled to this many):
-#: a 100,000-step call takes about 16-20 s on 200 pieces; 300 and 600 pieces did no better per second
-ANNEAL_MAX_PIECES = 200
+#: most pieces an ``anneal`` call works on: a 100,000-step call takes about 12 s on 200 pieces and
+#: 25 s on 1600; the ×2 ladder 200 → 1600 lowered AC1 by 0.003-0.0045 (anneal module docstring)
+ANNEAL_MAX_PIECES = 1600
+#: ``anneal``'s initial Adam step size is ``min(ANNEAL_MAX_LR, ANNEAL_LR_BETA / beta0)`` (lowered 10x
+#: over the call). Not a learned parameter: a learned step size drifted to its range's floor (whose
+#: small sure gains the risk-averse entropic update prefers) and the run stalled (AC1 seed 1 at 600 s:
+#: 1.5184804; see the README). Tied to ``1/beta0`` because the smoothed bound's curvature grows with
+#: ``β``: 3e-2 for a restart (``beta0 ≤ 10``), 3e-3 for a refinement at ``beta0 = 100``; the ladder
+#: in the anneal module's docstring used about these values.
+ANNEAL_MAX_LR = 3e-2
+ANNEAL_LR_BETA = 0.3
 
 
-#: Adam step size of ``anneal`` on ``sqrt(f)`` (mean 1): not a learned parameter, because a learned
-#: step size drifted to its range's floor 3e-3 (whose small sure gains the risk-averse entropic update
-#: prefers) and the run stalled (AC1 seed 1 at 600 s: 1.5184804; see the README); 1e-2 is the value of
-#: every standalone measurement in the anneal module's docstring
-ANNEAL_LR = 1e-2
-
-
-def anneal(x, rng, iterations, beta0, **_) -> np.ndarray:
-    """The heights linearly resampled to at most :data:`ANNEAL_MAX_PIECES` pieces, then one
-    annealed Adam schedule (:func:`~discoverygym.envs.operators.anneal.ac1_anneal`: ``iterations``
-    steps, inverse temperature ``beta0`` raised 1000x, step size :data:`ANNEAL_LR`); the best exact iterate, so
-    never worse than the (resampled) start."""
+def anneal(x, rng, iterations, beta0, factor=1.0, **_) -> np.ndarray:
+    """The heights linearly resampled to ``round(factor·n)`` pieces (within ``[MIN_PIECES,
+    ANNEAL_MAX_PIECES]``), then one annealed Adam schedule
+    (:func:`~discoverygym.envs.operators.anneal.ac1_anneal`: ``iterations`` steps, inverse
+    temperature ``beta0`` raised 10,000x, initial step size ``min(ANNEAL_MAX_LR, ANNEAL_LR_BETA/beta0)``
+    lowered 10x); the best exact iterate, so never worse than the (resampled) start."""
     x = np.maximum(np.asarray(x, dtype=np.float64), 0.0)
-    return ac1_anneal(_interp(x, min(x.size, ANNEAL_MAX_PIECES)), rng, int(iterations), float(beta0), ANNEAL_LR)
+    m = int(min(max(round(float(factor) * x.size), MIN_PIECES), ANNEAL_MAX_PIECES))
+    lr = min(ANNEAL_MAX_LR, ANNEAL_LR_BETA / float(beta0))
+    return ac1_anneal(_interp(x, m), rng, int(iterations), float(beta0), lr)
 
 
 def step_operators(polisher: Polisher, clip: tuple[float, float] | None, temp0: float = 1.0,
@@ -267,9 +273,11 @@ def step_operators(polisher: Polisher, clip: tuple[float, float] | None, temp0: 
     if annealed:
         ops.append(Operator("anneal", anneal,
                             (ParamSpec("iterations", 10000, 200000, log=True, doc="Adam steps", default=50000),
-                             ParamSpec("beta0", 3.0, 300.0, log=True, doc="initial inverse temperature",
-                                       default=10.0)),
-                            "long annealed Adam on the smoothed bound (inverse temperature raised 1000x)"))
+                             ParamSpec("beta0", 3.0, 1000.0, log=True, doc="initial inverse temperature",
+                                       default=10.0),
+                             ParamSpec("factor", 0.125, 2.0, log=True, doc="new number of pieces / old",
+                                       default=1.0)),
+                            "long annealed Adam on the smoothed bound (inverse temperature raised 10,000x)"))
     return tuple(ops)
 
 
