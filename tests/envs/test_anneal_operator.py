@@ -45,27 +45,28 @@ def test_smoothed_gradient_equals_central_differences(beta):
 def test_anneal_is_deterministic_capped_never_worse_and_verified_better_from_flat():
     op = _operator("FirstAutocorrelation-v0", "anneal")
     flat = np.full(1000, 0.5)
-    params = {"iterations": 3000, "beta0": 10.0, "factor": 0.2}
+    params = {"iterations": 3000, "beta0": 10.0, "pieces": 200}
     a = op.apply(flat, params, np.random.default_rng(5))
     b = op.apply(flat, params, np.random.default_rng(5))
     np.testing.assert_array_equal(a, b)
-    assert a.size == 200 and np.all(a >= 0)  # resampled to factor * n pieces
+    assert a.size == 200 and np.all(a >= 0)  # resampled to `pieces` pieces
     start = first_autocorrelation(flat.tolist()).value  # a flat function: C1 = 2 (up to rounding)
     got = first_autocorrelation(a.tolist())
     assert np.isfinite(got.value) and got.value < start - 0.3, (start, got.value)  # flat is far from 1.5
     # from its own converged output, a short call at a low starting temperature cannot make things worse
-    again = op.apply(a, {"iterations": 200, "beta0": 3.0, "factor": 1.0}, np.random.default_rng(1))
+    again = op.apply(a, {"iterations": 200, "beta0": 3.0, "pieces": 200}, np.random.default_rng(1))
     assert first_autocorrelation(again.tolist()).value <= got.value + 1e-12
 
 
 def test_anneal_caps_the_pieces():
-    from discoverygym.envs.operators.steps import ANNEAL_MAX_PIECES, MIN_PIECES
+    from discoverygym.envs.operators.steps import ANNEAL_PIECES, anneal
 
     op = _operator("FirstAutocorrelation-v0", "anneal")
-    up = op.apply(np.full(1000, 0.5), {"iterations": 5, "beta0": 10.0, "factor": 2.0}, np.random.default_rng(0))
-    assert up.size == ANNEAL_MAX_PIECES < 2000
-    down = op.apply(np.full(20, 0.5), {"iterations": 5, "beta0": 10.0, "factor": 0.125}, np.random.default_rng(0))
-    assert down.size == MIN_PIECES
+    up = op.apply(np.full(20, 0.5), {"iterations": 5, "beta0": 10.0, "pieces": 1600}, np.random.default_rng(0))
+    assert up.size == 1600 == ANNEAL_PIECES[1]
+    # the operator function itself clamps a count outside the declared range
+    assert anneal(np.full(20, 0.5), np.random.default_rng(0), 5, 10.0, pieces=10).size == ANNEAL_PIECES[0]
+    assert anneal(np.full(20, 0.5), np.random.default_rng(0), 5, 10.0, pieces=10**5).size == ANNEAL_PIECES[1]
 
 
 @pytest.mark.parametrize("bad", [np.zeros(10), np.array([1.0, np.nan, 2.0]), np.ones((3, 3)), np.array([])])

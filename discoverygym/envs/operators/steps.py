@@ -33,9 +33,9 @@ problem has a smoothed-max polisher (:func:`~discoverygym.envs.polish.erdos_smoo
 * ``anneal`` (AC1) — one long Adam schedule on the smoothed bound with the inverse temperature
   raised 10,000x from ``beta0`` over 10,000-200,000 steps
   (:func:`~discoverygym.envs.operators.anneal.ac1_anneal`), on the parent linearly resampled to
-  ``factor·n`` pieces (at most :data:`ANNEAL_MAX_PIECES`): the gradient programs' long runs, which
-  the 40-step ``adam`` polish cannot stand in for. A low ``beta0`` forgets the parent (a restart);
-  a high one refines it, so ``factor = 2`` with a high ``beta0`` is the coarse-to-fine ladder of
+  ``pieces`` pieces (100-1600): the gradient programs' long runs, which the 40-step ``adam``
+  polish cannot stand in for. A low ``beta0`` forgets the parent (a restart); a high one refines
+  it, so a coarse restart followed by refinements on more pieces is the coarse-to-fine ladder of
   those programs (measured in the anneal module's docstring).
 
 Without a polisher (AC2, AC3) the same variations are returned unpolished (verified like any
@@ -201,28 +201,31 @@ def hop(x, rng, factor, *, model: _lp.BilinearMax, **_) -> np.ndarray:
     return h
 
 
-#: most pieces an ``anneal`` call works on: a 100,000-step call takes about 12 s on 200 pieces and
-#: 25 s on 1600; the ×2 ladder 200 → 1600 lowered AC1 by 0.003-0.0045 (anneal module docstring)
-ANNEAL_MAX_PIECES = 1600
-#: ``anneal``'s initial Adam step size is ``min(ANNEAL_MAX_LR, ANNEAL_LR_BETA / beta0)`` (lowered 10x
-#: over the call). Not a learned parameter: a learned step size drifted to its range's floor (whose
-#: small sure gains the risk-averse entropic update prefers) and the run stalled (AC1 seed 1 at 600 s:
-#: 1.5184804; see the README). Tied to ``1/beta0`` because the smoothed bound's curvature grows with
-#: ``β``: 3e-2 for a restart (``beta0 ≤ 10``), 3e-3 for a refinement at ``beta0 = 100``; the ladder
-#: in the anneal module's docstring used about these values.
+#: pieces an ``anneal`` call may work on: a 100,000-step call takes about 12 s on 200 pieces and
+#: 25 s on 1600; refining a 200-piece restart at 1600 pieces lowered AC1 by 0.002-0.0045 (anneal
+#: module docstring), while restarts at 1600 pieces were no better than at 200 and twice as slow
+ANNEAL_PIECES = (100, 1600)
+#: ``anneal``'s initial Adam step size is ``min(ANNEAL_MAX_LR, ANNEAL_LR_BETA · beta0^(-3/4))``
+#: (lowered 10x over the call): 3e-2 for a restart (``beta0 ≤ 10``), 1e-2 at ``beta0 = 100``, 4e-3 at
+#: 300 — a fit to the step sizes of the ladder in the anneal module's docstring (a refinement with
+#: 1e-3 at ``beta0 = 300`` did worse: 1.51151 against 1.51056). Not a learned parameter: a learned
+#: step size drifted to its range's floor (whose small sure gains the risk-averse entropic update
+#: prefers) and the run stalled (AC1 seed 1 at 600 s: 1.5184804; see the README).
 ANNEAL_MAX_LR = 3e-2
 ANNEAL_LR_BETA = 0.3
 
 
-def anneal(x, rng, iterations, beta0, factor=1.0, **_) -> np.ndarray:
-    """The heights linearly resampled to ``round(factor·n)`` pieces (within ``[MIN_PIECES,
-    ANNEAL_MAX_PIECES]``), then one annealed Adam schedule
-    (:func:`~discoverygym.envs.operators.anneal.ac1_anneal`: ``iterations`` steps, inverse
-    temperature ``beta0`` raised 10,000x, initial step size ``min(ANNEAL_MAX_LR, ANNEAL_LR_BETA/beta0)``
-    lowered 10x); the best exact iterate, so never worse than the (resampled) start."""
+def anneal(x, rng, iterations, beta0, pieces=200, **_) -> np.ndarray:
+    """The heights linearly resampled to ``round(pieces)`` pieces (within :data:`ANNEAL_PIECES`),
+    then one annealed Adam schedule (:func:`~discoverygym.envs.operators.anneal.ac1_anneal`:
+    ``iterations`` steps, inverse temperature ``beta0`` raised 10,000x, initial step size
+    ``min(ANNEAL_MAX_LR, ANNEAL_LR_BETA·beta0^(-3/4))`` lowered 10x); the best exact iterate, so
+    never worse than the (resampled) start. A low ``beta0`` forgets the parent (a restart), a high
+    one refines it; ``pieces`` above the parent's count is a refinement's resolution step."""
     x = np.maximum(np.asarray(x, dtype=np.float64), 0.0)
-    m = int(min(max(round(float(factor) * x.size), MIN_PIECES), ANNEAL_MAX_PIECES))
-    lr = min(ANNEAL_MAX_LR, ANNEAL_LR_BETA / float(beta0))
+    lo, hi = ANNEAL_PIECES
+    m = int(min(max(round(float(pieces)), lo), hi))
+    lr = min(ANNEAL_MAX_LR, ANNEAL_LR_BETA * float(beta0) ** -0.75)
     return ac1_anneal(_interp(x, m), rng, int(iterations), float(beta0), lr)
 
 
@@ -275,8 +278,8 @@ def step_operators(polisher: Polisher, clip: tuple[float, float] | None, temp0: 
                             (ParamSpec("iterations", 10000, 200000, log=True, doc="Adam steps", default=50000),
                              ParamSpec("beta0", 3.0, 1000.0, log=True, doc="initial inverse temperature",
                                        default=10.0),
-                             ParamSpec("factor", 0.125, 2.0, log=True, doc="new number of pieces / old",
-                                       default=1.0)),
+                             ParamSpec("pieces", ANNEAL_PIECES[0], ANNEAL_PIECES[1], log=True,
+                                       doc="number of pieces to anneal on", default=200.0)),
                             "long annealed Adam on the smoothed bound (inverse temperature raised 10,000x)"))
     return tuple(ops)
 
