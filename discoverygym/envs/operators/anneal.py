@@ -16,8 +16,10 @@ and its resolution ladder (measured on this project's 2-core machine; ours):
   from flat starts ended at 1.5148-1.5190 (8 seeds, mean 1.5163), and each call on the ×2
   linearly resampled result of the last (200 → 400 → 800 → 1600 pieces, ``β0`` 10, 30, 100, 300,
   step size 3e-2, 1e-2, 5e-3, 3e-3) lowered it again: 1.51386 → 1.51188 → 1.51099 → 1.51056 in
-  70 s (seed 0), 1.51719 → 1.51402 (seed 1). So a fine call needs a good coarse parent, and the
-  coarse calls differ by their draw (a multi-start).
+  70 s (seed 0), 1.51719 → 1.51402 (seed 1); one call straight from the 200-piece 1.51386 to
+  1600 pieces reached 1.51143-1.51151 in 24 s (``β0`` 30-300). A 100,000-step call from a flat
+  1600-piece start was no better than one on 200 pieces (about 1.518), at twice the cost. So a
+  fine call needs a good coarse parent, and the coarse calls differ by their draw (a multi-start).
 
 So this module runs one long schedule per call, in plain numpy (``scipy.signal.fftconvolve``: about
 0.12 ms per step on 200 pieces, 0.25 ms on 1600, some 25x faster than the torch polisher's
