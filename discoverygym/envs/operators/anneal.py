@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from discoverygym.envs.operators.lp import AC1
+
 __all__ = ["ac1_anneal", "ac1_bound", "smoothed_gradient"]
 
 #: Adam moments (Kingma & Ba 2015 defaults)
@@ -43,12 +45,13 @@ CHECK_EVERY = 100
 
 def ac1_bound(f: np.ndarray) -> float:
     """Exact ``C1 = 2n · max(f*f) / (Σf)²`` of ``(n,)`` float64 heights ``f ≥ 0`` with ``Σf > 0``
-    (``numpy.convolve``, the direct sum: the value used to pick the returned iterate; the env's
-    verifier recomputes it). Returns ``inf`` when ``Σf`` is not positive."""
+    (the verifiers' convolution, through :data:`~discoverygym.envs.operators.lp.AC1`: the value
+    used to pick the returned iterate; the env's verifier recomputes it). Returns ``inf`` when
+    ``Σf`` is not positive."""
     s = float(f.sum())
     if not s > 0.0:
         return float("inf")
-    return 2.0 * f.size * float(np.convolve(f, f).max()) / s ** 2
+    return 2.0 * f.size * float(AC1.values(f).max()) / s ** 2
 
 
 def smoothed_gradient(x: np.ndarray, beta: float) -> np.ndarray:
