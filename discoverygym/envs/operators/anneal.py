@@ -45,8 +45,9 @@ CHECK_EVERY = 100
 
 def ac1_bound(f: np.ndarray) -> float:
     """Exact ``C1 = 2n · max(f*f) / (Σf)²`` of ``(n,)`` float64 heights ``f ≥ 0`` with ``Σf > 0``
-    (the verifiers' convolution, through :data:`~discoverygym.envs.operators.lp.AC1`: the value
-    used to pick the returned iterate; the env's verifier recomputes it). Returns ``inf`` when
+    (the verifiers' convolution, through :data:`~discoverygym.envs.operators.lp.AC1`: a direct sum
+    below ``DIRECT_BELOW`` = 2048 pieces, an FFT above; the value used to pick the returned
+    iterate, which the env's verifier recomputes). Returns ``inf`` when
     ``Σf`` is not positive."""
     s = float(f.sum())
     if not s > 0.0:

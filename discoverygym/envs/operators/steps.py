@@ -72,6 +72,11 @@ def _interp(x: np.ndarray, m: int) -> np.ndarray:
     return np.interp((np.arange(m) + 0.5) / m, (np.arange(n) + 0.5) / n, x) if m != n else x
 
 
+def _count(m: float, lo: int, hi: int) -> int:
+    """A number of pieces: ``m`` rounded and clamped to ``[lo, hi]``."""
+    return int(min(max(round(m), lo), hi))
+
+
 def _finish(h: np.ndarray, polisher: Polisher, clip: tuple[float, float] | None, steps: int | None = None,
             **kw) -> np.ndarray:
     steps = POLISH_STEPS if steps is None else steps
@@ -119,7 +124,7 @@ def resample(x, rng, factor, *, polisher: Polisher, clip, **_) -> np.ndarray:
     """Heights linearly interpolated (at the piece centres) to ``round(factor·n)`` pieces, kept
     within ``[MIN_PIECES, MAX_PIECES]``, then a short polish (``POLISH_STEPS``)."""
     n = len(x)
-    m = int(min(max(round(factor * n), MIN_PIECES), MAX_PIECES))
+    m = _count(factor * n, MIN_PIECES, MAX_PIECES)
     return _finish(_interp(x, m), polisher, clip)
 
 
@@ -187,7 +192,7 @@ def hop(x, rng, factor, *, model: _lp.BilinearMax, **_) -> np.ndarray:
     (resampled) start, and equals it when no hop succeeded."""
     x = np.asarray(x, dtype=np.float64)
     n = x.size
-    m = int(min(max(round(factor * n), MIN_PIECES), HOP_MAX_PIECES))
+    m = _count(factor * n, MIN_PIECES, HOP_MAX_PIECES)
     if m != n:
         h = _lp.slp(model, _interp(x, m), rng, 1.0, 0.05, 0.02, iterations=HOP_ITERATIONS, min_delta=HOP_MIN_DELTA)
     else:
@@ -223,10 +228,8 @@ def anneal(x, rng, iterations, beta0, pieces=200, **_) -> np.ndarray:
     never worse than the (resampled) start. A low ``beta0`` forgets the parent (a restart), a high
     one refines it; ``pieces`` above the parent's count is a refinement's resolution step."""
     x = np.maximum(np.asarray(x, dtype=np.float64), 0.0)
-    lo, hi = ANNEAL_PIECES
-    m = int(min(max(round(float(pieces)), lo), hi))
     lr = min(ANNEAL_MAX_LR, ANNEAL_LR_BETA * float(beta0) ** -0.75)
-    return ac1_anneal(_interp(x, m), rng, int(iterations), float(beta0), lr)
+    return ac1_anneal(_interp(x, _count(float(pieces), *ANNEAL_PIECES)), rng, int(iterations), float(beta0), lr)
 
 
 def step_operators(polisher: Polisher, clip: tuple[float, float] | None, temp0: float = 1.0,
