@@ -42,31 +42,54 @@ def test_smoothed_gradient_equals_central_differences(beta):
     np.testing.assert_allclose(A.smoothed_gradient(x, beta), fd, rtol=1e-5, atol=1e-8)
 
 
-def test_anneal_is_deterministic_capped_never_worse_and_verified_better_from_flat():
+def test_anneal_is_deterministic_doubles_never_worse_and_verified_better_from_flat():
     op = _operator("FirstAutocorrelation-v0", "anneal")
-    flat = np.full(1000, 0.5)
-    params = {"iterations": 3000, "beta0": 10.0, "pieces": 200}
+    flat = np.full(100, 0.5)
+    params = {"iterations": 3000, "grow": 2.0, "heat": 1.0}
     a = op.apply(flat, params, np.random.default_rng(5))
     b = op.apply(flat, params, np.random.default_rng(5))
     np.testing.assert_array_equal(a, b)
-    assert a.size == 200 and np.all(a >= 0)  # resampled to `pieces` pieces
+    assert a.size == 200 and np.all(a >= 0)  # a ladder rung doubles the parent's pieces
     start = first_autocorrelation(flat.tolist()).value  # a flat function: C1 = 2 (up to rounding)
     got = first_autocorrelation(a.tolist())
     assert np.isfinite(got.value) and got.value < start - 0.3, (start, got.value)  # flat is far from 1.5
-    # from its own converged output, a short call at a low starting temperature cannot make things worse
-    again = op.apply(a, {"iterations": 200, "beta0": 3.0, "pieces": 200}, np.random.default_rng(1))
+    # from its own converged output, a short re-anneal (grow 1) at a low heat cannot make things worse
+    again = op.apply(a, {"iterations": 200, "grow": 1.0, "heat": 1 / 3}, np.random.default_rng(1))
+    assert again.size == a.size
     assert first_autocorrelation(again.tolist()).value <= got.value + 1e-12
 
 
-def test_anneal_caps_the_pieces():
-    from discoverygym.envs.operators.steps import ANNEAL_PIECES, anneal
+def test_anneal_caps_the_pieces_and_follows_the_ladder_temperature(monkeypatch):
+    from discoverygym.envs.operators import steps
 
     op = _operator("FirstAutocorrelation-v0", "anneal")
-    up = op.apply(np.full(20, 0.5), {"iterations": 5, "beta0": 10.0, "pieces": 1600}, np.random.default_rng(0))
-    assert up.size == 1600 == ANNEAL_PIECES[1]
-    # the operator function itself clamps a count outside the declared range
-    assert anneal(np.full(20, 0.5), np.random.default_rng(0), 5, 10.0, pieces=10).size == ANNEAL_PIECES[0]
-    assert anneal(np.full(20, 0.5), np.random.default_rng(0), 5, 10.0, pieces=10**5).size == ANNEAL_PIECES[1]
+    # the env's seeded start has up to 8000 pieces: a rung resamples it down to the cap
+    assert op.apply(np.full(5000, 0.5), {"iterations": 5, "grow": 2.0, "heat": 1.0},
+                    np.random.default_rng(0)).size == steps.ANNEAL_PIECES[1] == 1600
+    assert steps.anneal(np.full(5, 0.5), np.random.default_rng(0), 5, grow=2.0).size == steps.ANNEAL_PIECES[0]
+    # 3 on 50 pieces, tripled per doubling (the measured ladder: 9, 27, 81, 243, 729)
+    assert [round(steps.ladder_beta0(n), 6) for n in (50, 100, 200, 1600)] == [3.0, 9.0, 27.0, 729.0]
+    seen = []
+    monkeypatch.setattr(steps, "ac1_anneal", lambda f, rng, it, beta0, lr: seen.append((f.size, beta0, lr)) or f)
+    steps.anneal(np.ones(100), np.random.default_rng(0), 10, grow=2.0, heat=3.0)
+    steps.restart_anneal(np.ones(7), np.random.default_rng(0), 10, pieces=50)
+    assert seen[0][0] == 200 and seen[0][1] == pytest.approx(81.0)
+    assert seen[0][2] == pytest.approx(0.3 * 81.0 ** -0.75)
+    assert seen[1][:2] == (50, pytest.approx(3.0)) and seen[1][2] == steps.ANNEAL_MAX_LR
+
+
+def test_restart_anneal_ignores_its_parent_and_is_verified():
+    op = _operator("FirstAutocorrelation-v0", "restart_anneal")
+    params = {"iterations": 2000, "pieces": 50}
+    a = op.apply(np.full(3000, 0.5), params, np.random.default_rng(7))
+    b = op.apply(np.random.default_rng(1).uniform(0, 1, 20), params, np.random.default_rng(7))
+    np.testing.assert_array_equal(a, b)  # the same draw whatever the parent
+    c = op.apply(np.full(3000, 0.5), params, np.random.default_rng(8))
+    assert a.size == 50 and not np.array_equal(a, c)
+    got = first_autocorrelation(a.tolist()).value
+    assert np.isfinite(got) and got < 1.6, got  # a 2000-step anneal already lands well below flat's 2
+    with pytest.raises(ValueError):  # a declared parameter missing
+        op.apply(np.ones(10), {"iterations": 10}, np.random.default_rng(0))
 
 
 @pytest.mark.parametrize("bad", [np.zeros(10), np.array([1.0, np.nan, 2.0]), np.ones((3, 3)), np.array([])])

@@ -30,13 +30,15 @@ problem has a smoothed-max polisher (:func:`~discoverygym.envs.polish.erdos_smoo
   bottom of the basin it starts in: from 16 random 50-piece Erdős starts it ended at
   0.38111-0.3815, while hops of scale 0.3 from the best of them reached 0.38097 (Haugland's
   basin) within 100 hops (measured; ours);
-* ``anneal`` (AC1) — one long Adam schedule on the smoothed bound with the inverse temperature
-  raised 10,000x from ``beta0`` over 10,000-200,000 steps
-  (:func:`~discoverygym.envs.operators.anneal.ac1_anneal`), on the parent linearly resampled to
-  ``pieces`` pieces (100-1600): the gradient programs' long runs, which the 40-step ``adam``
-  polish cannot stand in for. A low ``beta0`` forgets the parent (a restart); a high one refines
-  it, so a coarse restart followed by refinements on more pieces is the coarse-to-fine ladder of
-  those programs (measured in the anneal module's docstring).
+* ``restart_anneal`` and ``anneal`` (AC1) — the coarse-to-fine ladder of the gradient programs,
+  one rung per call (:func:`~discoverygym.envs.operators.anneal.ac1_anneal`: one long Adam
+  schedule on the smoothed bound, 10,000-200,000 steps, inverse temperature raised 10,000x, which
+  the 40-step ``adam`` polish cannot stand in for). ``restart_anneal`` anneals fresh random
+  heights on 25-200 pieces (default 50) from ``beta0 = 3``; ``anneal`` resamples its parent to
+  ``grow`` (1-2, default 2) times as many pieces (at most 1600) and anneals from the ladder's
+  ``beta0`` for that many pieces (3 on 50, tripled per doubling) times ``heat``. The archive
+  holds every rung's result, so PUCT picks which coarse starts are refined further (measured in
+  the anneal module's docstring).
 
 Without a polisher (AC2, AC3) the same variations are returned unpolished (verified like any
 candidate). Lengths stay within ``[MIN_PIECES, MAX_PIECES]``.
@@ -54,7 +56,7 @@ from discoverygym.envs.operators.anneal import ac1_anneal
 from discoverygym.envs.operators.base import Operator, ParamSpec
 from discoverygym.envs.polish import ac1_smooth_max, erdos_smooth_max
 
-__all__ = ["MAX_PIECES", "MIN_PIECES", "step_operators"]
+__all__ = ["MAX_PIECES", "MIN_PIECES", "ladder_beta0", "step_operators"]
 
 MIN_PIECES = 8
 MAX_PIECES = 20000
@@ -206,10 +208,15 @@ def hop(x, rng, factor, *, model: _lp.BilinearMax, **_) -> np.ndarray:
     return h
 
 
-#: pieces an ``anneal`` call may work on: a 100,000-step call takes about 12 s on 200 pieces and
-#: 25 s on 1600; refining a 200-piece restart at 1600 pieces lowered AC1 by 0.002-0.0045 (anneal
-#: module docstring), while restarts at 1600 pieces were no better than at 200 and twice as slow
-ANNEAL_PIECES = (100, 1600)
+#: pieces an ``anneal`` call may work on. A ladder that starts on 50 pieces climbs further than one
+#: that starts on 200 (AC1, measured, anneal module docstring): the range reaches down to 25
+ANNEAL_PIECES = (25, 1600)
+#: pieces of a ``restart_anneal`` call (a fresh coarse start: the ladder's first rung)
+RESTART_PIECES = (25, 200)
+#: the ladder's inverse temperature: ``beta0 = LADDER_BETA0 · (n / LADDER_BASE)^log2(3)`` on ``n``
+#: pieces (3 on 50 pieces, tripled per doubling: 729 on 1600), at most :data:`LADDER_BETA_MAX`;
+#: the schedule of the measured ladders in the anneal module's docstring
+LADDER_BETA0, LADDER_BASE, LADDER_BETA_MAX = 3.0, 50.0, 3000.0
 #: ``anneal``'s initial Adam step size is ``min(ANNEAL_MAX_LR, ANNEAL_LR_BETA · beta0^(-3/4))``
 #: (lowered 10x over the call): 3e-2 for a restart (``beta0 ≤ 10``), 1e-2 at ``beta0 = 100``, 4e-3 at
 #: 300 — a fit to the step sizes of the ladder in the anneal module's docstring (a refinement with
@@ -220,16 +227,40 @@ ANNEAL_MAX_LR = 3e-2
 ANNEAL_LR_BETA = 0.3
 
 
-def anneal(x, rng, iterations, beta0, pieces=200, **_) -> np.ndarray:
-    """The heights linearly resampled to ``round(pieces)`` pieces (within :data:`ANNEAL_PIECES`),
-    then one annealed Adam schedule (:func:`~discoverygym.envs.operators.anneal.ac1_anneal`:
-    ``iterations`` steps, inverse temperature ``beta0`` raised 10,000x, initial step size
+def _anneal_lr(beta0: float) -> float:
+    return min(ANNEAL_MAX_LR, ANNEAL_LR_BETA * float(beta0) ** -0.75)
+
+
+def ladder_beta0(n: int) -> float:
+    """The ladder's initial inverse temperature on ``n`` pieces (:data:`LADDER_BETA0`, ``LADDER_BASE``):
+    ``3 · (n/50)^log2(3)``, at most :data:`LADDER_BETA_MAX` (a float; ``n ≥ 1``)."""
+    return float(min(LADDER_BETA_MAX, LADDER_BETA0 * (n / LADDER_BASE) ** np.log2(3.0)))
+
+
+def anneal(x, rng, iterations, grow=2.0, heat=1.0, **_) -> np.ndarray:
+    """One rung of the coarse-to-fine ladder: the heights linearly resampled to ``round(grow·n)``
+    pieces (within :data:`ANNEAL_PIECES`; ``n`` the parent's), then one annealed Adam schedule
+    (:func:`~discoverygym.envs.operators.anneal.ac1_anneal`: ``iterations`` steps, inverse
+    temperature ``heat · ladder_beta0(pieces)`` raised 10,000x, initial step size
     ``min(ANNEAL_MAX_LR, ANNEAL_LR_BETA·beta0^(-3/4))`` lowered 10x); the best exact iterate, so
-    never worse than the (resampled) start. A low ``beta0`` forgets the parent (a restart), a high
-    one refines it; ``pieces`` above the parent's count is a refinement's resolution step."""
+    never worse than the (resampled) start. ``grow = 2`` is the ladder's doubling, ``grow = 1`` a
+    re-anneal at the parent's resolution; a parent above 1600 pieces (the env's seeded start) is
+    resampled down to 1600."""
     x = np.maximum(np.asarray(x, dtype=np.float64), 0.0)
-    lr = min(ANNEAL_MAX_LR, ANNEAL_LR_BETA * float(beta0) ** -0.75)
-    return ac1_anneal(_interp(x, _count(float(pieces), *ANNEAL_PIECES)), rng, int(iterations), float(beta0), lr)
+    m = _count(x.size * float(grow), *ANNEAL_PIECES)
+    beta0 = float(heat) * ladder_beta0(m)
+    return ac1_anneal(_interp(x, m), rng, int(iterations), beta0, _anneal_lr(beta0))
+
+
+def restart_anneal(x, rng, iterations, pieces=50.0, **_) -> np.ndarray:
+    """A fresh coarse start, the ladder's first rung: ``round(pieces)`` log-normal heights
+    ``exp(N(0, 0.3²))`` (within :data:`RESTART_PIECES`; the parent is ignored) annealed from
+    ``beta0 = ladder_beta0(pieces)`` (3 on 50 pieces) for ``iterations`` steps
+    (:func:`~discoverygym.envs.operators.anneal.ac1_anneal`); the multi-start of the gradient
+    programs, whose best draws the ``anneal`` rungs then refine."""
+    m = _count(float(pieces), *RESTART_PIECES)
+    beta0 = ladder_beta0(m)
+    return ac1_anneal(np.exp(rng.normal(0.0, 0.3, m)), rng, int(iterations), beta0, _anneal_lr(beta0))
 
 
 def step_operators(polisher: Polisher, clip: tuple[float, float] | None, temp0: float = 1.0,
@@ -279,11 +310,16 @@ def step_operators(polisher: Polisher, clip: tuple[float, float] | None, temp0: 
     if annealed:
         ops.append(Operator("anneal", anneal,
                             (ParamSpec("iterations", 10000, 200000, log=True, doc="Adam steps", default=50000),
-                             ParamSpec("beta0", 3.0, 1000.0, log=True, doc="initial inverse temperature",
-                                       default=10.0),
-                             ParamSpec("pieces", ANNEAL_PIECES[0], ANNEAL_PIECES[1], log=True,
-                                       doc="number of pieces to anneal on", default=200.0)),
-                            "long annealed Adam on the smoothed bound (inverse temperature raised 10,000x)"))
+                             ParamSpec("grow", 1.0, 2.0, doc="new number of pieces / old (capped at 1600)",
+                                       default=2.0),
+                             ParamSpec("heat", 1 / 3, 3.0, log=True, doc="initial inverse temperature / the "
+                                       "ladder's (3 on 50 pieces, tripled per doubling)", default=1.0)),
+                            "a ladder rung: resample x grow, long annealed Adam on the smoothed bound"))
+        ops.append(Operator("restart_anneal", restart_anneal,
+                            (ParamSpec("iterations", 10000, 100000, log=True, doc="Adam steps", default=30000),
+                             ParamSpec("pieces", RESTART_PIECES[0], RESTART_PIECES[1], log=True,
+                                       doc="number of pieces", default=50.0)),
+                            "a fresh coarse start (the parent ignored), long annealed Adam"))
     return tuple(ops)
 
 
