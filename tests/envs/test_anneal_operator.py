@@ -72,7 +72,7 @@ def test_anneal_caps_the_pieces_and_follows_the_ladder_temperature(monkeypatch):
     seen = []
     monkeypatch.setattr(steps, "ac1_anneal", lambda f, rng, it, beta0, lr: seen.append((f.size, beta0, lr)) or f)
     steps.anneal(np.ones(100), np.random.default_rng(0), 10, grow=2.0, heat=3.0)
-    steps.restart_anneal(np.ones(7), np.random.default_rng(0), 10, pieces=50)
+    steps.restart_anneal(np.ones(7), np.random.default_rng(0), 10, pieces=50, starts=1)
     assert seen[0][0] == 200 and seen[0][1] == pytest.approx(81.0)
     assert seen[0][2] == pytest.approx(0.3 * 81.0 ** -0.75)
     assert seen[1][:2] == (50, pytest.approx(3.0)) and seen[1][2] == steps.ANNEAL_MAX_LR
@@ -80,7 +80,7 @@ def test_anneal_caps_the_pieces_and_follows_the_ladder_temperature(monkeypatch):
 
 def test_restart_anneal_ignores_its_parent_and_is_verified():
     op = _operator("FirstAutocorrelation-v0", "restart_anneal")
-    params = {"iterations": 2000, "pieces": 50}
+    params = {"iterations": 2000, "pieces": 50, "starts": 4}
     a = op.apply(np.full(3000, 0.5), params, np.random.default_rng(7))
     b = op.apply(np.random.default_rng(1).uniform(0, 1, 20), params, np.random.default_rng(7))
     np.testing.assert_array_equal(a, b)  # the same draw whatever the parent
@@ -92,10 +92,25 @@ def test_restart_anneal_ignores_its_parent_and_is_verified():
         op.apply(np.ones(10), {"iterations": 10}, np.random.default_rng(0))
 
 
-@pytest.mark.parametrize("bad", [np.zeros(10), np.array([1.0, np.nan, 2.0]), np.ones((3, 3)), np.array([])])
+@pytest.mark.parametrize("bad", [np.zeros(10), np.array([1.0, np.nan, 2.0]), np.ones((2, 3, 3)), np.array([]),
+                                 np.array([[1.0, 2.0], [0.0, 0.0]])])
 def test_anneal_refuses_bad_heights(bad):
     with pytest.raises(ValueError, match="ac1_anneal"):
         A.ac1_anneal(bad, np.random.default_rng(0), 10, 10.0, 1e-2)
+
+
+def test_batched_anneal_runs_each_row_as_its_own_start():
+    rows = np.random.default_rng(4).uniform(0.5, 1.5, (3, 12))
+    batch = A.ac1_anneal(rows, np.random.default_rng(9), 300, 3.0, 3e-2, jitter=0.0)
+    assert batch.shape == rows.shape
+    for r, got in zip(rows, batch):  # without jitter a row's result does not depend on the others
+        alone = A.ac1_anneal(r, np.random.default_rng(0), 300, 3.0, 3e-2, jitter=0.0)
+        np.testing.assert_allclose(got, alone, rtol=1e-9, atol=1e-12)
+        assert A.ac1_bound(got) <= A.ac1_bound(r) + 1e-12
+    # the batched gradient is the 1-D one row by row
+    x = np.sqrt(rows)
+    np.testing.assert_allclose(A.smoothed_gradient(x, 50.0), np.array([A.smoothed_gradient(r, 50.0) for r in x]),
+                               rtol=1e-10, atol=1e-12)
 
 
 def test_anneal_refuses_bad_schedule():
@@ -105,3 +120,14 @@ def test_anneal_refuses_bad_schedule():
         A.ac1_anneal(np.ones(8), np.random.default_rng(0), 10, -1.0, 1e-2)
     with pytest.raises(ValueError, match="lr_decay"):
         A.ac1_anneal(np.ones(8), np.random.default_rng(0), 10, 10.0, 1e-2, lr_decay=0.5)
+
+
+def test_restart_anneal_keeps_the_best_of_its_starts(monkeypatch):
+    from discoverygym.envs.operators import steps
+
+    monkeypatch.setattr(steps, "ac1_anneal", lambda f, rng, it, beta0, lr: f)  # the starts themselves
+    got = steps.restart_anneal(np.ones(3), np.random.default_rng(2), 10, pieces=30, starts=8)
+    drawn = np.exp(np.random.default_rng(2).normal(0.0, 0.3, (8, 30)))  # the same draw
+    values = [A.ac1_bound(r) for r in drawn]
+    np.testing.assert_array_equal(got, drawn[int(np.argmin(values))])
+    assert A.ac1_bound(got) == min(values) < max(values)
