@@ -19,11 +19,17 @@ and its resolution ladder (measured on this project's 2-core machine; ours):
   70 s (seed 0), 1.51719 → 1.51402 (seed 1); one call straight from the 200-piece 1.51386 to
   1600 pieces reached 1.51143-1.51151 in 24 s (``β0`` 30-300). A 100,000-step call from a flat
   1600-piece start was no better than one on 200 pieces (about 1.518), at twice the cost. So a
-  fine call needs a good coarse parent, and the coarse calls differ by their draw (a multi-start).
+  fine call needs a good coarse parent, and the coarse calls differ by their draw (a multi-start);
+* the ladder goes further from a coarser start: 16 restarts on 50 pieces (30,000 steps each)
+  then doubling to 1600 with ``β0`` 3 on 50 pieces, tripled per doubling (9, 27, 81, 243, 729),
+  reached 1.50851 and 1.51000 (seeds 0, 1; best coarse start 1.52047, 1.52213) in about 125 s;
+  4 restarts: 1.51326; 7 single restarts, each climbed without selection, ended at 1.5126-1.5268. The end is set by the
+  coarse start. The best of 256 starts annealed as one ``(256, 50)`` batch (40 s), then the
+  ladder: 1.50883 and 1.50820 (seeds 0, 1) in about 115 s on one core.
 
-So this module runs one long schedule per call, in plain numpy (``scipy.signal.fftconvolve``: about
-0.12 ms per step on 200 pieces, 0.25 ms on 1600, some 25x faster than the torch polisher's
-per-step overhead at 200).
+So this module runs one long schedule per call, for one start or a batch of starts, in plain numpy
+(``scipy.signal.fftconvolve``: about 0.12 ms per step on 200 pieces, 0.25 ms on 1600, some 25x
+faster than the torch polisher's per-step overhead at 200).
 
 Parametrisation ``f = x²`` keeps ``f ≥ 0`` without projection. The gradient is exact:
 ``∂L/∂f_j = Σ_k w_k (4n/(Σf)²) f_{k−j} − 2 (w·c)/Σf`` with ``w = softmax(β c)``.
