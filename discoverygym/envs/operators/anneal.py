@@ -23,8 +23,8 @@ and its resolution ladder (measured on this project's 2-core machine; ours):
 * the ladder goes further from a coarser start: 16 restarts on 50 pieces (30,000 steps each)
   then doubling to 1600 with ``β0`` 3 on 50 pieces, tripled per doubling (9, 27, 81, 243, 729),
   reached 1.50851 and 1.51000 (seeds 0, 1; best coarse start 1.52047, 1.52213) in about 125 s;
-  4 restarts: 1.51326; 7 single restarts, each climbed without selection, ended at 1.5126-1.5268. The end is set by the
-  coarse start. The best of 256 starts annealed as one ``(256, 50)`` batch (40 s), then the
+  4 restarts: 1.51326; 7 single restarts, each climbed without selection, ended at
+  1.5126-1.5268. The end is set by the coarse start. The best of 256 starts annealed as one ``(256, 50)`` batch (40 s), then the
   ladder: 1.50883 and 1.50820 (seeds 0, 1) in about 115 s on one core.
 
 So this module runs one long schedule per call, for one start or a batch of starts, in plain numpy

@@ -33,8 +33,9 @@ problem has a smoothed-max polisher (:func:`~discoverygym.envs.polish.erdos_smoo
 * ``restart_anneal`` and ``anneal`` (AC1) — the coarse-to-fine ladder of the gradient programs,
   one rung per call (:func:`~discoverygym.envs.operators.anneal.ac1_anneal`: one long Adam
   schedule on the smoothed bound, 10,000-200,000 steps, inverse temperature raised 10,000x, which
-  the 40-step ``adam`` polish cannot stand in for). ``restart_anneal`` anneals fresh random
-  heights on 25-200 pieces (default 50) from ``beta0 = 3``; ``anneal`` resamples its parent to
+  the 40-step ``adam`` polish cannot stand in for). ``restart_anneal`` anneals a batch of up
+  to 256 fresh random starts on 25-200 pieces (default 256 on 50) from the ladder's ``beta0`` for
+  that many pieces and keeps the best; ``anneal`` resamples its parent to
   ``grow`` (1-2, default 2) times as many pieces (at most 1600) and anneals from the ladder's
   ``beta0`` for that many pieces (3 on 50, tripled per doubling) times ``heat``. The archive
   holds every rung's result, so PUCT picks which coarse starts are refined further (measured in
