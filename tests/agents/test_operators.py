@@ -25,8 +25,9 @@ from discoverygym.types import State
 
 @pytest.fixture
 def quick_slsqp(monkeypatch):
-    """SLSQP limited to a few iterations: the operators' code paths at a fraction of the cost."""
+    """SLSQP limited to a few iterations, chains to a few moves: the operators' code paths at a fraction of the cost."""
     monkeypatch.setattr(circles, "MAXITER", 3)
+    monkeypatch.setattr(circles, "HOP_MAX_MOVES", 4)
 
 
 @pytest.mark.parametrize("env_id", ["CirclePacking-26-v0", "ErdosMinOverlap-v0", "FirstAutocorrelation-v0",
