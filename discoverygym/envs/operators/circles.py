@@ -144,7 +144,7 @@ def restart_hop(x: np.ndarray, rng: np.random.Generator, patience: float) -> np.
         zero slack by :func:`~discoverygym.envs.polish.slsqp_circles`).
     """
     best = restart(x, rng, 0.05)
-    limit, stale = max(1, int(round(patience))), 0
+    limit, stale = max(1, round(float(patience))), 0
     for _ in range(HOP_MAX_MOVES):
         if stale >= limit:
             break
