@@ -61,7 +61,8 @@ def test_operator_policy_logprobs_match_torch_distributions_and_gradients_flow()
     problem = ENVS["CirclePacking-26-v0"]
     policy = make_trainable_policy("operators", (26, 3), **OperatorPolicy.problem_kwargs(problem))
     with torch.no_grad():
-        policy.logits.copy_(torch.tensor([0.3, -0.2, 0.1, 0.0, 0.5], dtype=torch.float64))
+        k = len(problem.operators)
+        policy.logits.copy_(torch.linspace(-0.4, 0.5, k, dtype=torch.float64).roll(2))
         policy.log_a.normal_(0, 0.3)
         policy.log_b.normal_(0, 0.3)
     x = np.asarray(problem.initial(np.random.default_rng(0)))
@@ -71,7 +72,7 @@ def test_operator_policy_logprobs_match_torch_distributions_and_gradients_flow()
     lp = policy.token_logprobs(samples)
     assert lp.shape == (12, 3) and policy.token_mask(samples).shape == (12, 3)
     eps = policy.epsilon
-    probs = (1 - eps) * torch.softmax(policy.logits.detach(), 0) + eps / 5
+    probs = (1 - eps) * torch.softmax(policy.logits.detach(), 0) + eps / k
     for s, row in zip(samples, lp):
         op = problem.operators[s.op]
         expect = torch.distributions.Categorical(probs=probs).log_prob(torch.tensor(s.op))
