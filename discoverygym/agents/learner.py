@@ -135,11 +135,19 @@ class NumericLearner:
 
         Raises:
             FileNotFoundError: no ``model.pt`` in ``path`` or its parent.
+            ValueError: the checkpoint's policy does not fit this policy (its tensors have other
+                shapes, e.g. the run was written when the problem declared other operators).
         """
         where = Path(path) / "model.pt"
         if not where.exists() and (Path(path).parent / "model.pt").exists():
             where = Path(path).parent / "model.pt"
         model = torch.load(where, weights_only=True)
-        self.policy.load_state_dict(model["policy"])
-        self.reference.load_state_dict(model["reference"])
+        try:
+            self.policy.load_state_dict(model["policy"])
+            self.reference.load_state_dict(model["reference"])
+        except RuntimeError as exc:  # torch reports size mismatches and missing keys as RuntimeError
+            first = str(exc).splitlines()[1:2] or [str(exc)]
+            raise ValueError(f"{where} holds a policy this version cannot load ({first[0].strip()}); the run was "
+                             "probably written before the problem's operators changed: start a new --run-dir"
+                             ) from None
         self.optimizer.load_state_dict(model["optimizer"])
