@@ -148,6 +148,6 @@ class NumericLearner:
         except RuntimeError as exc:  # torch reports size mismatches and missing keys as RuntimeError
             first = str(exc).splitlines()[1:2] or [str(exc)]
             raise ValueError(f"{where} holds a policy this version cannot load ({first[0].strip()}); the run was "
-                             "probably written before the problem's operators changed: start a new --run-dir"
-                             ) from None
+                             "written by a policy of other shapes (e.g. before the problem's operators changed): "
+                             "start a new --run-dir") from None
         self.optimizer.load_state_dict(model["optimizer"])
