@@ -472,6 +472,8 @@ class Trainer:
         self._writer: Any = None
         self._tmp: str | None = None
         self._pool: _EvalPool | None = None
+        #: wall seconds of each rollout of the last :meth:`_judge` call, in rollout order
+        self.last_rollout_s: list[float] = []
         if resume:
             self._load_checkpoint()
         elif self.run_dir is not None:
@@ -516,7 +518,8 @@ class Trainer:
         n_valid = n_parsed = n_repeat = 0
         errors: dict[str, int] = {}
         keys = [(g, k) for g, group in enumerate(samples) for k in range(len(group))]
-        for (g, k), child in zip(keys, self._judge(starts, samples, keys)):
+        children = self._judge(starts, samples, keys)
+        for (g, k), child in zip(keys, children):
             sample = samples[g][k]
             rewards[g, k] = child.reward
             # unscored rollouts, and repeats of their start state when cfg.skip_repeats, carry no signal
@@ -532,6 +535,7 @@ class Trainer:
             elif child.reward > self.best.reward:
                 self.best = child
         eval_s = time.perf_counter() - t_eval
+        ops = operator_costs(self.problem, samples, starts, children, self.last_rollout_s)
         # 4. advantages from the group rewards (the objective hook), unscored rollouts left out
         adv, _ = scored_advantages(self.objective, rewards, scored)  # unscored rollouts: no advantage, no update
         flat = [s for group in samples for s in group]
@@ -571,6 +575,7 @@ class Trainer:
             "perf/evals_per_s": rewards.numel() / max(eval_s, 1e-9),
             "perf/tokens_per_s": n_tokens / max(sample_s, 1e-9),
             "perf/step_time_s": time.perf_counter() - t0,
+            **ops,
             "errors": errors,
         }
         self._log_samples(flat, rewards.reshape(-1).tolist())
@@ -595,7 +600,8 @@ class Trainer:
         its verification. With ``eval_workers`` > 1 construction rollouts run in a pool of worker
         processes (:class:`_EvalPool`), programs in threads (each in its own sandbox process); the
         children are then recorded through the reuse wrapper in rollout order, so the results are
-        identical for any number of workers.
+        identical for any number of workers. Each rollout's wall seconds go to ``last_rollout_s``
+        (timing only: never into a child, the archive or an advantage).
         """
         workers = self._eval_workers()
         env = self.env.unwrapped
@@ -624,10 +630,11 @@ class Trainer:
                 self._pool = _EvalPool(env, workers)
             results = self._pool.map(tasks)
         children = []
-        for (g, k), task, (action, child) in zip(keys, tasks, results):
+        for (g, k), task, (action, child, _) in zip(keys, tasks, results):
             if task.pending is not None:
                 samples[g][k].action = action
             children.append(self.reuse.record(child, parent=starts[g]))
+        self.last_rollout_s = [float(seconds) for _, _, seconds in results]
         return children
 
     def _close_pool(self) -> None:
@@ -807,9 +814,12 @@ class _EvalTask:
     metadata: dict
 
 
-def _run_task(env: Any, task: _EvalTask) -> tuple[Any, State]:
-    """``(action, child)``: the action (``task.pending()`` when deferred; a job that raises gives an
-    invalid child with the error) judged by ``env.evaluate`` against ``task.parent``."""
+def _run_task(env: Any, task: _EvalTask) -> tuple[Any, State, float]:
+    """``(action, child, seconds)``: the action (``task.pending()`` when deferred; a job that raises
+    gives an invalid child with the error) judged by ``env.evaluate`` against ``task.parent``, and the
+    wall seconds the rollout took where it ran (its job plus its verification; float64 seconds, kept
+    out of the child so that children do not depend on timing)."""
+    t0 = time.perf_counter()
     action = task.action
     if task.pending is not None:
         try:
@@ -817,9 +827,9 @@ def _run_task(env: Any, task: _EvalTask) -> tuple[Any, State]:
         except Exception as exc:  # noqa: BLE001 - an operator failure is a failed rollout, not a crash
             child = State(None, None, env.failure_reward, False, id=task.id, parent_ids=(task.parent.id,),
                           error=f"operator failed: {type(exc).__name__}: {exc}", metadata=dict(task.metadata))
-            return None, child
+            return None, child, time.perf_counter() - t0
     child = env.evaluate(action, parent=task.parent, seed=task.seed, id=task.id, metadata=task.metadata)
-    return action, child
+    return action, child, time.perf_counter() - t0
 
 
 #: the env of a worker process (set by the pool's initializer)
@@ -836,7 +846,7 @@ def _worker_init(env: Any, guard: ParentGuard | None = None) -> None:
     limit_native_threads(1)
 
 
-def _worker_run(task: _EvalTask) -> tuple[Any, State]:
+def _worker_run(task: _EvalTask) -> tuple[Any, State, float]:
     return _run_task(_WORKER_ENV, task)
 
 
@@ -863,13 +873,51 @@ class _EvalPool:
         self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
                                          initargs=(env, guard))
 
-    def map(self, tasks: list[_EvalTask]) -> list[tuple[Any, State]]:
-        """Run the tasks; ``(action, child)`` per task, in order."""
+    def map(self, tasks: list[_EvalTask]) -> list[tuple[Any, State, float]]:
+        """Run the tasks; ``(action, child, seconds)`` per task, in order (:func:`_run_task`)."""
         return list(self._pool.map(_worker_run, tasks))
 
     def close(self) -> None:
         """Stop the worker processes."""
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def operator_costs(problem: Any, samples: list[list[Any]], starts: list[State], children: list[State],
+                   seconds: list[float]) -> dict[str, float]:
+    """Where a step's compute went, per search operator (operator policies only).
+
+    Args:
+        problem: the env's problem; its ``operators`` (if any) name the rows, so an operator no
+            rollout used this step reports 0 rather than nothing.
+        samples: ``[groups][group_size]`` samples; an operator rollout carries ``sample.operator``.
+        starts: the start state of each group; children: the judged children in rollout order
+            (flattened ``samples``); seconds: each rollout's wall seconds (:func:`_run_task`), same order.
+
+    Returns:
+        ``{"perf/rollout_s": Σ seconds, "ops/time_share/<op>": that operator's share of Σ seconds
+        (0-1), "ops/improved/<op>": its rollouts whose child is valid and beats its start state's
+        reward}``; ``{}`` when no rollout names an operator or ``seconds`` does not match.
+
+    Why: an operator's probability is not its share of the wall budget (one ``restart_hop_slsqp``
+    call costs about 40 single moves), and a fixed wall budget buys operators by their time share.
+    """
+    flat = [(g, s) for g, group in enumerate(samples) for s in group]
+    names = [getattr(s, "operator", None) for _, s in flat]
+    if not any(names) or len(seconds) != len(flat) or len(children) != len(flat):
+        return {}
+    declared = [op.name for op in getattr(problem, "operators", ()) or ()]
+    total = float(sum(seconds))
+    spent = dict.fromkeys(declared, 0.0)
+    improved = dict.fromkeys(declared, 0)
+    for (g, _), name, child, sec in zip(flat, names, children, seconds):
+        if name is None:
+            continue
+        spent[name] = spent.get(name, 0.0) + sec
+        improved[name] = improved.get(name, 0) + bool(child.valid and child.reward > starts[g].reward)
+    out: dict[str, float] = {"perf/rollout_s": total}
+    out.update({f"ops/time_share/{n}": (v / total if total > 0 else 0.0) for n, v in spent.items()})
+    out.update({f"ops/improved/{n}": v for n, v in improved.items()})
+    return out
 
 
 def policy_mismatch(config: TrainConfig, env: gym.Env | None = None) -> str | None:
