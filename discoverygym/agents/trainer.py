@@ -100,7 +100,8 @@ def default_policy(env_id: str) -> str:
 
 
 #: the metrics every step reports (``metrics.jsonl`` and TensorBoard; ``beta/group_<g>``,
-#: ``policy/<name>`` and ``errors`` come on top). One schema for every learner.
+#: ``policy/<name>``, ``errors`` and, for operator policies, :func:`operator_costs`'s
+#: ``perf/rollout_s``, ``ops/time_share/<op>`` and ``ops/improved/<op>`` come on top). One schema for every learner.
 METRICS = ("step", "reward/max", "reward/mean", "reward/min", "score/best", "reward/best", "beta/mean", "kl",
            "loss", "grad_norm", "train_tokens", "groups_kept", "valid_fraction", "unscored_fraction", "repeat_fraction", "parsed_fraction",
            "edit/parse_fail_rate", "edit/apply_fail_rate", "edit/fallback_rate", "archive/size", "perf/sample_s", "perf/eval_s", "perf/train_s", "perf/evals_per_s",
