@@ -38,7 +38,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from discoverygym.agents.bench import rank_test, run_one  # the benchmark's code
+from discoverygym.agents.bench import best_within, rank_test, run_one  # the benchmark's code
 
 __all__ = ["ALPHA", "default_study_dir", "rank_test", "study"]
 
@@ -123,8 +123,9 @@ def _prepare_root(args: argparse.Namespace, spec: dict) -> tuple[Path, dict]:
 
 
 def _run_summary(name: str, seed: int, result: dict, run_dir: Path) -> dict:
-    """What the study reports of one finished run (:func:`discoverygym.agents.bench.run_one`'s result)."""
-    return {"config": name, "seed": seed, "start_score": result["initial"], "best_score": result["best"],
+    """What the study reports of one finished run (:func:`discoverygym.agents.bench.run_one`'s result):
+    its best score is the one reached within the wall budget (:func:`~discoverygym.agents.bench.best_within`)."""
+    return {"config": name, "seed": seed, "start_score": result["initial"], "best_score": best_within(result),
             "steps": result["steps"], "evaluations": result["evaluations"], "wall_s": result["wall_s"],
             "run_dir": str(run_dir), "curve": [tuple(p) for p in result["curve"]]}
 
