@@ -64,8 +64,9 @@ from discoverygym.search.executors import ParentGuard, guard_parent
 from discoverygym.search.reuse import EpsilonGreedyReuse, NoReuse, PUCTReuse, ReuseWrapper
 from discoverygym.types import State
 
-__all__ = ["ABLATIONS", "DEFAULT_GROUPS", "METRICS", "RESUMABLE_FIELDS", "NaiveRL", "TTTDiscover", "TrainConfig",
-           "TrainResult", "Trainer", "ablation_config", "build_learners", "default_policy", "policy_mismatch", "scored_advantages"]
+__all__ = ["ABLATIONS", "CREDITS", "DEFAULT_GROUPS", "METRICS", "RESUMABLE_FIELDS", "NaiveRL", "TTTDiscover", "TrainConfig",
+           "TrainResult", "Trainer", "ablation_config", "build_learners", "default_policy", "policy_mismatch", "progress_rate",
+           "scored_advantages"]
 
 #: the learning rate when none is given: ours for the numeric policy (the paper's 4e-5 is for LoRA
 #: adapters of an LLM and moves a 100-parameter Gaussian policy by nothing visible in 50 steps),
@@ -142,6 +143,9 @@ class TrainConfig:
     reuse_kwargs: dict = field(default_factory=dict)  # e.g. {"c": 1.0} (App. A.2)
     train: bool = True  # False: the "no training" / "best-of-N" ablations (policy frozen)
     skip_repeats: bool = True  # rollouts that only reproduce their start state's reward get no advantage (is_repeat)
+    # what the objective ranks within a group (CREDITS): "reward" (TTT-Discover: the rollouts' rewards) or
+    # "progress-rate" (ours: each rollout's gain over its start state per second of its wall time, progress_rate)
+    credit: str = "reward"
     # construction envs: a child whose reward equals a kept archive state's (to REPEAT_RTOL) stands for
     # that state instead of taking a slot of its own (Archive.reward_rtol; ours, the papers' archives
     # deduplicate exact solutions only). Program envs never (equal scores of different programs are common).
@@ -203,6 +207,8 @@ class TrainConfig:
             raise ValueError(f"edit_format {self.edit_format!r} needs an LLM policy (hf:, openai:, vllm:, tinker:)")
         if self.kind != "train":
             raise ValueError(f"a train configuration has kind 'train', got {self.kind!r}")
+        if self.credit not in CREDITS:
+            raise ValueError(f"credit must be one of {', '.join(CREDITS)}, got {self.credit!r}")
         for key, low in (("steps", 1), ("groups", 1), ("group_size", 2), ("checkpoint_every", 1),
                          ("image_every", 0), ("max_new_tokens", 1), ("lora_rank", 1), ("micro_batch", 1),
                          ("eval_workers", 0), ("log_samples", 0)):
@@ -537,8 +543,10 @@ class Trainer:
                 self.best = child
         eval_s = time.perf_counter() - t_eval
         ops = operator_costs(self.problem, samples, starts, children, self.last_rollout_s)
-        # 4. advantages from the group rewards (the objective hook), unscored rollouts left out
-        adv, _ = scored_advantages(self.objective, rewards, scored)  # unscored rollouts: no advantage, no update
+        # 4. advantages from the group rewards (the objective hook), unscored rollouts left out;
+        #    credit "progress-rate" ranks each rollout's gain over its start per second instead
+        signal = rewards if cfg.credit == "reward" else progress_rate(starts, children, self.last_rollout_s, rewards.shape)
+        adv, _ = scored_advantages(self.objective, signal, scored)  # unscored rollouts: no advantage, no update
         flat = [s for group in samples for s in group]
         # 5. one update on the typed batch (agents.batch.run_update: the learner's own update(batch),
         #    else its train_step on the kept, scored samples: KL shaping + the loss seam, one Adam step)
@@ -918,6 +926,51 @@ def operator_costs(problem: Any, samples: list[list[Any]], starts: list[State], 
     out: dict[str, float] = {"perf/rollout_s": total}
     out.update({f"ops/time_share/{n}": (v / total if total > 0 else 0.0) for n, v in spent.items()})
     out.update({f"ops/improved/{n}": v for n, v in improved.items()})
+    return out
+
+
+#: what the objective ranks within a group (:attr:`TrainConfig.credit`)
+CREDITS = ("reward", "progress-rate")
+#: the shortest rollout time :func:`progress_rate` divides by (seconds): a timer's resolution floor
+MIN_ROLLOUT_S = 1e-3
+
+
+def progress_rate(starts: list[State], children: list[State], seconds: list[float],
+                  shape: tuple[int, int]) -> torch.Tensor:
+    """Each rollout's gain over its group's start state per second of its wall time (``credit="progress-rate"``).
+
+    ``g_{gk} = max(0, r_child − r_start) / max(s_{gk}, MIN_ROLLOUT_S)`` for a valid child, 0 for an
+    invalid one (it made no progress; its time is what the rate charges). A fixed wall budget buys
+    rollouts by their seconds, so a move that gains δ in 2 s is worth as much as one that gains δ/20
+    in 0.1 s; ranked by reward alone (TTT-Discover) the first wins every group, and a learned
+    operator policy drifts to the costliest moves (the 300 s discovery benchmark, Erdős: a quarter of
+    the frozen policy's steps). For an operator of fixed cost c the expected signal is its progress
+    rate E[gain]/c, the quantity a budgeted search maximises (ours; the reward rate of a
+    semi-Markov decision process, Puterman 1994 §11). Rollout seconds are wall times, so a run with this credit
+    is not bit-identical across worker counts or on resume (the default ``"reward"`` is).
+
+    Args:
+        starts: ``[groups]`` start states; children: the judged children in rollout order
+            (``groups × group_size``, flattened); seconds: each rollout's wall seconds, same order
+            (:attr:`Trainer.last_rollout_s`: its operator, polish and verification, not the sampling).
+        shape: ``(groups, group_size)``.
+
+    Returns:
+        ``[groups, group_size]`` float64 tensor (reward units per second, ≥ 0).
+
+    Raises:
+        ValueError: ``children`` or ``seconds`` do not hold ``groups × group_size`` entries, or
+            ``starts`` does not hold ``groups``.
+    """
+    groups, size = shape
+    if len(starts) != groups or len(children) != groups * size or len(seconds) != groups * size:
+        raise ValueError(f"progress_rate needs {groups} starts and {groups * size} children and timings, got "
+                         f"{len(starts)}, {len(children)} and {len(seconds)}")
+    out = torch.zeros(groups, size, dtype=torch.float64)
+    for i, (child, sec) in enumerate(zip(children, seconds)):
+        g, k = divmod(i, size)
+        if child.valid:
+            out[g, k] = max(0.0, child.reward - starts[g].reward) / max(float(sec), MIN_ROLLOUT_S)
     return out
 
 

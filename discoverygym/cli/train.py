@@ -110,6 +110,10 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="policy polish: none (default), auto (the problem's registered local optimiser) or a name")
     p.add_argument("--polish-kwargs", type=json_value, default=None, help="polisher arguments as JSON")
     p.add_argument("--budget-s", type=float, default=None, help="wall-clock budget per run (seconds)")
+    p.add_argument("--credit", choices=("reward", "progress-rate"), default=None,
+                   help="what the objective ranks within a group: reward (default, TTT-Discover) or progress-rate "
+                   "(each rollout's gain over its start per second of its wall time: cheap moves that gain as "
+                   "much per second count as much)")
     p.add_argument("--image-every", type=int, default=None, help="steps between TensorBoard images (default 5)")
 
 
@@ -154,7 +158,7 @@ _FIELDS = (("steps", "steps"), ("groups", "groups"), ("group_size", "group_size"
            ("policy", "policy"), ("max_new_tokens", "max_new_tokens"), ("temperature", "temperature"),
            ("lora_rank", "lora_rank"), ("thinking_budget", "thinking_budget"), ("micro_batch", "micro_batch"),
            ("llm_device", "device"), ("train_model", "train_model"), ("task_options", "env_kwargs"),
-           ("eval_workers", "eval_workers"), ("edit_format", "edit_format"))
+           ("eval_workers", "eval_workers"), ("edit_format", "edit_format"), ("credit", "credit"))
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
