@@ -259,6 +259,8 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "no-reuse": {"reuse": "none"},
     "naive-rl": {"objective": "mean-baseline", "reuse": "none"},
     "best-of-n": {"train": False, "reuse": "none"},
+    # ours, not a paper ablation: TTT-Discover with each rollout credited by its gain per second (progress_rate)
+    "progress-rate": {"credit": "progress-rate"},
 }
 
 

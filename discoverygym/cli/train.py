@@ -58,7 +58,7 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("env_id", help="environment id (see `discoverygym list`)")
     p.add_argument("--agent", default="ttt-discover",
                    help="ttt-discover (default), naive-rl, or any ablation: full, constant-beta, expected-reward, "
-                   "no-training, epsilon-greedy, no-reuse, best-of-n")
+                   "no-training, epsilon-greedy, no-reuse, best-of-n, progress-rate (ours: credit = gain over the start per second)")
     _common(p)
     p.add_argument("--run-dir", required=True, help="run directory (must be new unless --resume)")
     p.add_argument("--init", default=None, help="start from this construction file (JSON: bare or {'construction': ...})")

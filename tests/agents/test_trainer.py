@@ -84,7 +84,7 @@ def test_polish_is_deterministic_and_never_worse():
 
 def test_eight_ablations_are_configs_of_one_trainer():
     assert set(ABLATIONS) == {"full", "constant-beta", "expected-reward", "no-training", "epsilon-greedy",
-                              "no-reuse", "naive-rl", "best-of-n"}
+                              "no-reuse", "naive-rl", "best-of-n", "progress-rate"}  # the eight, and one of ours
     for name in ABLATIONS:
         tr = Trainer(ablation_config(name, env_id="CirclePacking-26-v0", steps=2, groups=2, group_size=4))
         before = [p.detach().clone() for p in tr.policy.parameters()]
