@@ -27,13 +27,13 @@ Read :meth:`Trainer.train_step` top to bottom (CleanRL style):
 6. **Log + checkpoint**: TensorBoard scalars (+ an image of the best construction every
    ``image_every`` steps), ``metrics.jsonl``, ``samples.jsonl`` (LLM responses), ``best.json``, and a
    checkpoint (learner, archive, rule statistics, generator states) from which ``resume`` continues
-   exactly.
+   exactly (with ``credit="reward"``, the default; ``"progress-rate"`` credits rollouts by wall seconds).
 
 The trainer never names a problem or a backend: the env owns its problem, the learner its loss
 inputs. Source: TTT-Discover (arXiv 2601.16175) §3 and App. A; docs/algorithms.md.
 
 Ablations (TTT-Discover's table of ablations) are data, :data:`ABLATIONS`: eight configs, one code
-path, for every learner.
+path, for every learner (and one of ours, ``progress-rate``).
 """
 
 from __future__ import annotations
@@ -268,10 +268,16 @@ def ablation_config(name: str, **overrides: Any) -> TrainConfig:
     """The :class:`TrainConfig` of an ablation (``full``, ``naive-rl``...) with ``overrides`` applied.
 
     Raises:
-        ValueError: unknown ablation name; an invalid override (:class:`TrainConfig`).
+        ValueError: unknown ablation name; an override that changes a setting the ablation itself
+            fixes (``progress-rate`` with ``credit="reward"``); an invalid override (:class:`TrainConfig`).
     """
     if name not in ABLATIONS:
         raise ValueError(f"unknown config {name!r}; known: {', '.join(ABLATIONS)}")
+    clash = sorted(k for k, v in ABLATIONS[name].items() if k in overrides and overrides[k] != v)
+    if clash:
+        raise ValueError(f"config {name!r} sets {', '.join(f'{k}={ABLATIONS[name][k]!r}' for k in clash)}; the "
+                         f"override {', '.join(f'{k}={overrides[k]!r}' for k in clash)} would make it another "
+                         "config under its name: choose the config that has it")
     merged = {**ABLATIONS[name], **overrides}
     merged.setdefault("name", name)
     return TrainConfig(**merged)
@@ -612,7 +618,8 @@ class Trainer:
         processes (:class:`_EvalPool`), programs in threads (each in its own sandbox process); the
         children are then recorded through the reuse wrapper in rollout order, so the results are
         identical for any number of workers. Each rollout's wall seconds go to ``last_rollout_s``
-        (timing only: never into a child, the archive or an advantage).
+        (never into a child or the archive; into an advantage only with ``credit="progress-rate"``,
+        which is therefore not bit-identical across worker counts).
         """
         workers = self._eval_workers()
         env = self.env.unwrapped
@@ -942,7 +949,10 @@ def progress_rate(starts: list[State], children: list[State], seconds: list[floa
     """Each rollout's gain over its group's start state per second of its wall time (``credit="progress-rate"``).
 
     ``g_{gk} = max(0, r_child − r_start) / max(s_{gk}, MIN_ROLLOUT_S)`` for a valid child, 0 for an
-    invalid one (it made no progress; its time is what the rate charges). A fixed wall budget buys
+    invalid one. Every rollout that gains nothing gets 0 however long it took (a costly failure is
+    not ranked below a cheap one: charging time to failures would push the policy to cheap, useless
+    moves whenever the search stalls), and a group in which nothing improved is dropped by the
+    objective (no update from it). A fixed wall budget buys
     rollouts by their seconds, so a move that gains δ in 2 s is worth as much as one that gains δ/20
     in 0.1 s; ranked by reward alone (TTT-Discover) the first wins every group, and a learned
     operator policy drifts to the costliest moves (the 300 s discovery benchmark, Erdős: a quarter of

@@ -110,7 +110,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="policy polish: none (default), auto (the problem's registered local optimiser) or a name")
     p.add_argument("--polish-kwargs", type=json_value, default=None, help="polisher arguments as JSON")
     p.add_argument("--budget-s", type=float, default=None, help="wall-clock budget per run (seconds)")
-    p.add_argument("--credit", choices=("reward", "progress-rate"), default=None,
+    p.add_argument("--credit", choices=CREDIT_CHOICES, default=None,
                    help="what the objective ranks within a group: reward (default, TTT-Discover) or progress-rate "
                    "(each rollout's gain over its start per second of its wall time: cheap moves that gain as "
                    "much per second count as much)")
@@ -151,6 +151,9 @@ def _check_numbers(args: argparse.Namespace) -> None:
             need = "a finite number > 0" if strict else "a finite number >= 0"
             raise _Usage(f"--{flag.replace('_', '-')} must be {need}, got {value!r}")
 
+
+#: ``--credit`` values: :data:`discoverygym.agents.trainer.CREDITS` (not imported here: torch loads lazily)
+CREDIT_CHOICES = ("reward", "progress-rate")
 
 #: command-line flag -> TrainConfig field (the same for every learner).
 _FIELDS = (("steps", "steps"), ("groups", "groups"), ("group_size", "group_size"), ("seed", "seed"),
@@ -289,7 +292,10 @@ def _train(args: argparse.Namespace, console: Console) -> int:
     overrides = _overrides(args)
     if args.resume:
         stored = _stored_train_config(run_dir, args.env_id)
-        conflicts = [k for k, v in overrides.items() if k not in RESUMABLE_FIELDS and stored.get(k) != v]
+        import dataclasses
+
+        defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}  # a run saved before a field existed
+        conflicts = [k for k, v in overrides.items() if k not in RESUMABLE_FIELDS and stored.get(k, defaults.get(k)) != v]
         if conflicts:
             raise _Usage(
                 f"--resume continues with the stored configuration; these arguments differ from it: "

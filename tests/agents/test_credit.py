@@ -84,3 +84,35 @@ def test_the_cli_flag_reaches_the_run_config(tmp_path, capsys, monkeypatch):
     capsys.readouterr()
     with pytest.raises(SystemExit):
         main(["train", "CirclePacking-26-v0", "--credit", "per-token", "--run-dir", str(tmp_path / "x")])
+
+
+def test_the_cli_offers_exactly_the_trainers_credits_and_configs_keep_their_own():
+    from discoverygym.agents.trainer import CREDITS
+    from discoverygym.cli.train import CREDIT_CHOICES
+
+    assert CREDIT_CHOICES == CREDITS
+    assert ablation_config("progress-rate", credit="progress-rate").credit == "progress-rate"
+    with pytest.raises(ValueError, match="config 'progress-rate' sets credit='progress-rate'"):
+        ablation_config("progress-rate", credit="reward")
+    with pytest.raises(ValueError, match="config 'naive-rl' sets objective='mean-baseline'"):
+        ablation_config("naive-rl", objective="entropic-adaptive")
+
+
+def test_a_run_saved_before_credit_existed_resumes_with_the_default_named(tmp_path, capsys, monkeypatch):
+    """An older run's config.json has no ``credit``: ``--resume --credit reward`` names the default it
+    ran with and is accepted; ``--credit progress-rate`` would change it and is refused."""
+    import json
+
+    from discoverygym.cli import main
+
+    monkeypatch.setattr(circles, "MAXITER", 3)
+    monkeypatch.setattr(circles, "HOP_MAX_MOVES", 4)
+    run = tmp_path / "old"
+    base = ["train", "CirclePacking-26-v0", "--groups", "1", "--group-size", "2", "--run-dir", str(run), "--json"]
+    assert main([*base, "--steps", "1"]) == 0
+    cfg = json.loads((run / "config.json").read_text())
+    del cfg["credit"]
+    (run / "config.json").write_text(json.dumps(cfg))
+    assert main([*base, "--steps", "2", "--resume", "--credit", "progress-rate"]) == 2
+    assert "credit" in capsys.readouterr().err
+    assert main([*base, "--steps", "2", "--resume", "--credit", "reward"]) == 0
