@@ -36,3 +36,15 @@ def test_summarize_scores_every_config_at_the_budget_and_counts_late_runs():
     assert rows["late"]["wall_max"] == 14.0
     assert rows["full"]["mean"] == pytest.approx(1.9)
     assert rows["late"]["p_full"] < 0.1  # full lower in every seed: 3 vs 3 gives p = 1/20
+
+
+def test_rank_test_treats_float_noise_at_the_record_as_a_tie():
+    """Two configs that both reach the CP26 record in every seed (scores differing in the last bits,
+    as measured) are not ranked by that noise: p = 1 for "full better" in either order."""
+    from discoverygym.agents.bench import rank_test, tie_scores
+
+    full = [2.635983084917583, 2.6359830849175876, 2.635983084917586, 2.635983084917585, 2.635983084917588]
+    frozen = [2.6359830849175836, 2.635983084917584, 2.635983084917583, 2.6359830849175827, 2.635983084917584]
+    assert rank_test(full, frozen, "max") == 1.0 and rank_test(frozen, full, "max") == 1.0
+    assert tie_scores([3.0, 1.0, 1.0 + 1e-12, 2.0]) == [3.0, 1.0, 1.0, 2.0]
+    assert rank_test([2.0] * 5, [1.0] * 5, "max") < 0.01  # real differences still count
