@@ -278,8 +278,15 @@ def _train(args: argparse.Namespace, console: Console) -> int:
     """``train`` for every learner: the numeric policy on constructions, an LLM on programs."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from discoverygym.agents.trainer import (ABLATIONS, RESUMABLE_FIELDS, UNLIMITED_STEPS, TrainConfig, Trainer,
-                                             ablation_config, policy_mismatch)
+    from discoverygym.agents.trainer import (
+        ABLATIONS,
+        RESUMABLE_FIELDS,
+        UNLIMITED_STEPS,
+        TrainConfig,
+        Trainer,
+        ablation_config,
+        policy_mismatch,
+    )
     from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
     from discoverygym.policy import is_llm_spec
 
