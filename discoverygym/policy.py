@@ -5,11 +5,13 @@ A **policy** proposes ``n`` actions per sampling context::
     class Policy(Protocol):
         name: str
         def sample(self, contexts: Sequence[SamplingContext], n: int,
-                   rng: np.random.Generator) -> list[list[Any]]: ...
+                   rng: np.random.Generator) -> list[list[Sample]]: ...
 
-``sample`` returns, for each context, ``n`` actions: a construction (array/list) in
-``action_mode="construction"``, program text in ``action_mode="code"``, or any object with an
-``action`` attribute holding one (a sample that also carries token ids and log-probs). All
+``sample`` returns, for each context, ``n`` :class:`Sample` records whose ``action`` is a
+construction (array/list) in ``action_mode="construction"`` or program text in
+``action_mode="code"``; subclasses add what a learner needs (token ids and log-probs, tensors).
+Readers use the typed fields (``parse_error``, ``edit``, ``operator``, ``pending``, ``outcome``),
+never ``getattr`` with a default. All
 randomness must come from ``rng`` so that seeded searches and training runs repeat exactly. A
 policy may declare ``action_modes`` (e.g. ``("construction",)``); runners refuse to run it with
 an env in another action mode.
@@ -31,7 +33,8 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from enum import Enum
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -45,7 +48,9 @@ __all__ = [
     "LLM_SPECS",
     "POLICIES",
     "DeferredAction",
+    "Outcome",
     "Policy",
+    "Sample",
     "SamplingContext",
     "is_chat_spec",
     "is_llm_spec",
@@ -77,14 +82,95 @@ class SamplingContext:
     step: int = 0
 
 
+class Outcome(str, Enum):
+    """What became of one sample, one category per sample (the real-model issue's taxonomy).
+
+    The first three are decided by the judge (env / sandbox), the last four before or instead of
+    running anything (the response parser, the sandbox's load step). ``str`` values are what
+    ``outcomes.json`` and TensorBoard ``outcome/<value>`` use.
+
+    Source: issue 39 (outcome categories of a real model's responses); TRL / tinker-cookbook's
+    ``StopReason`` for the truncated/stop split.
+    """
+
+    VALID = "valid"                      #: judged, valid construction/program
+    INVALID = "invalid"                  #: judged, ran, but its result is not a valid construction
+    RUNTIME_ERROR = "runtime_error"      #: the program raised (or was killed) while running
+    TIMEOUT = "timeout"                  #: the program ran past its time limit
+    SYNTAX_ERROR = "syntax_error"        #: the extracted code does not compile
+    NO_CODE = "no_code"                  #: the response holds no program (no fence, no diff)
+    TRUNCATED = "truncated"              #: the response was cut by the token budget inside the code
+    WRONG_ENTRY = "wrong_entry_point"    #: the program does not define the entry function
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sample:
+    """One proposal of a policy: the typed record that search, agents and IRFT read by field.
+
+    A policy's ``sample`` returns ``list[list[Sample]]`` (one list per context, ``n`` each);
+    numeric and LLM policies subclass it to add what their learner needs (tensors, token ids).
+    Frozen: a trainer that computes a pending action in a worker stores it with
+    :meth:`with_action` (a new sample), never by mutation.
+
+    Attributes:
+        action: the construction (array/list) or program text to evaluate; ``None`` while
+            ``pending`` has not run.
+        pending: a zero-argument picklable job that returns the action (e.g. an operator or a
+            polish run in a worker), or ``None``.
+        parse_error: why no program could be read from a response (LLM), else ``None``.
+        apply_error: why a response's SEARCH/REPLACE blocks did not apply (LLM ``diff``), else ``None``.
+        edit: how a program was obtained (``"full"``, ``"diff"``, ``"fallback"``, ``"failed"``;
+            :mod:`~discoverygym.agents.policies.edits`), or ``None`` for constructions.
+        operator: name of the search move that made a construction (operator policy), or ``None``.
+        text: the decoded response (LLM), or ``None``.
+        finish_reason: ``"stop"`` or ``"length"`` (LLM; hit the token budget), or ``None``.
+        outcome: the category known before judging (:attr:`Outcome.NO_CODE`,
+            :attr:`Outcome.TRUNCATED`, ...), or ``None`` until the judge decides.
+        context: index of the sampling context this sample answers.
+        parent_id: id of the parent state.
+        extra: free-form, JSON-able notes of a backend (e.g. ``edit_note``).
+
+    Source: docs/architecture.md ("Agent contract"); tinker-cookbook ``rl/types.py`` (typed
+    trajectories instead of duck-typed dicts).
+    """
+
+    action: Any = None
+    pending: Callable[[], Any] | None = None
+    parse_error: str | None = None
+    apply_error: str | None = None
+    edit: str | None = None
+    operator: str | None = None
+    text: str | None = None
+    finish_reason: str | None = None
+    outcome: Outcome | None = None
+    context: int = 0
+    parent_id: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def error(self) -> str | None:
+        """The failure reason before judging (``parse_error`` or ``apply_error``), ``None`` if none."""
+        return self.parse_error or self.apply_error
+
+    def resolved(self) -> Sample:
+        """This sample with ``pending`` run here and its result stored as ``action`` (itself if nothing is pending)."""
+        if self.pending is None:
+            return self
+        return replace(self, action=self.pending(), pending=None)
+
+    def with_action(self, action: Any) -> Sample:
+        """A copy whose ``action`` is ``action`` and nothing is pending (a worker computed it)."""
+        return replace(self, action=action, pending=None)
+
+
 @runtime_checkable
 class Policy(Protocol):
     """Anything that can propose ``n`` actions per sampling context (see the module docstring)."""
 
     name: str
 
-    def sample(self, contexts: Sequence[SamplingContext], n: int, rng: np.random.Generator) -> list[list[Any]]:
-        """``n`` actions for each context, as a list (one entry per context) of lists."""
+    def sample(self, contexts: Sequence[SamplingContext], n: int, rng: np.random.Generator) -> list[list[Sample]]:
+        """``n`` samples for each context, as a list (one entry per context) of lists of :class:`Sample`."""
 
 
 class DeferredAction:
