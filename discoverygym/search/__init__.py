@@ -3,7 +3,7 @@ evolutionary-search runner and its executors.
 
 Modules: :mod:`~discoverygym.search.archive` (states + lineage), :mod:`~discoverygym.search.puct`
 (TTT-Discover App. A.2), :mod:`~discoverygym.search.rpucg` (TES), :mod:`~discoverygym.search.rule`
-(the rule protocol, a leaf), :mod:`~discoverygym.search.selectors` (baselines + the registry), :mod:`~discoverygym.search.reuse` (gymnasium wrappers),
+(the rule protocol, a leaf), :mod:`~discoverygym.search.selectors` (baselines + the registry), :mod:`~discoverygym.search.reuse` (the reuse wrapper),
 :mod:`~discoverygym.search.executors` (local process pool / Ray), :mod:`~discoverygym.search.evolution`
 (the runner), :mod:`~discoverygym.search.checks` (up-front configuration checks),
 :mod:`~discoverygym.search.runlog` (run directory), :mod:`~discoverygym.cli.search`
@@ -12,7 +12,7 @@ Modules: :mod:`~discoverygym.search.archive` (states + lineage), :mod:`~discover
 
 from discoverygym.search.archive import Archive, solution_key
 from discoverygym.search.puct import PUCT, PUCTConfig
-from discoverygym.search.reuse import EpsilonGreedyReuse, NoReuse, PUCTReuse, ReuseWrapper, RPUCGReuse
+from discoverygym.search.reuse import ReuseWrapper
 from discoverygym.search.rpucg import RPUCG, RPUCGConfig
 from discoverygym.search.rule import Selector
 from discoverygym.search.selectors import SELECTORS, make_selector
@@ -22,12 +22,8 @@ __all__ = [
     "RPUCG",
     "SELECTORS",
     "Archive",
-    "EpsilonGreedyReuse",
-    "NoReuse",
     "PUCTConfig",
-    "PUCTReuse",
     "RPUCGConfig",
-    "RPUCGReuse",
     "ReuseWrapper",
     "Selector",
     "make_selector",

@@ -1,12 +1,16 @@
-"""State-reuse wrappers: ``gymnasium.Wrapper``s that choose each episode's start state from an archive.
+"""State reuse: one ``gymnasium.Wrapper`` that chooses each episode's start state from an archive.
 
-One thin wrapper per rule (they delegate to the rule objects):
+:class:`ReuseWrapper` ``(env, rule)`` takes any selection rule of the one registry
+(:data:`~discoverygym.search.selectors.SELECTORS`), by name with its hyper-parameters as keyword
+arguments, or as a rule object:
 
-* :class:`PUCTReuse` — TTT-Discover App. A.2 (:mod:`~discoverygym.search.puct`);
-* :class:`RPUCGReuse` — TES (:mod:`~discoverygym.search.rpucg`);
-* :class:`EpsilonGreedyReuse` and :class:`NoReuse` — the ablation baselines.
+* ``ReuseWrapper(env, "puct", c=1.0)`` — TTT-Discover App. A.2 (:mod:`~discoverygym.search.puct`);
+* ``ReuseWrapper(env, "rpucg", gamma=0.8)`` — TES (:mod:`~discoverygym.search.rpucg`);
+* ``ReuseWrapper(env, "epsilon", epsilon=0.1)`` and ``ReuseWrapper(env, "none")`` — the ablation
+  baselines (also ``greedy``, ``elite``, ``rpucg-lookahead``);
+* ``ReuseWrapper(env, PUCT(PUCTConfig(c=2.0)))`` — a rule object (its own or a registered class).
 
-Contract (all four):
+Contract (every rule):
 
 * ``reset(seed=None, options=None)`` picks the start state with the rule and passes it down as
   ``options["state"]`` (the env admits a copy of it, see ``CandidateEnv.admit``).
@@ -35,8 +39,8 @@ Contract (all four):
 
 Example:
     >>> import gymnasium as gym, discoverygym
-    >>> from discoverygym.search.reuse import PUCTReuse
-    >>> env = PUCTReuse(gym.make("CirclePacking-26-v0"))
+    >>> from discoverygym.search.reuse import ReuseWrapper
+    >>> env = ReuseWrapper(gym.make("CirclePacking-26-v0"), "puct")
     >>> obs, info = env.reset(seed=0)
     >>> _, reward, *_ , info = env.step(info["state"].solution)
     >>> len(env.archive)
@@ -59,51 +63,70 @@ from discoverygym.io import atomic_write_json
 from discoverygym.search.archive import Archive
 from discoverygym.search.puct import PUCT, PUCTConfig
 from discoverygym.search.rpucg import RPUCG, RPUCGConfig
-from discoverygym.search.selectors import EpsilonGreedy, Initial, Selector
+from discoverygym.search.rule import Selector
+from discoverygym.search.selectors import EpsilonGreedy, Initial, make_selector
 from discoverygym.types import State
 
 __all__ = ["EpsilonGreedyReuse", "NoReuse", "PUCTReuse", "RPUCGReuse", "ReuseWrapper"]
 
 
 class ReuseWrapper(gym.Wrapper):
-    """Base of the reuse wrappers: an archive, a rule, and the batch bookkeeping.
+    """State reuse with any selection rule: an archive, the rule, and the batch bookkeeping.
 
     Args:
         env: any environment whose unwrapped env is a :class:`~discoverygym.envs.base.DiscoveryEnv`.
-        rule: the selection rule (:class:`~discoverygym.search.selectors.Selector`).
+        rule: a rule name of the registry (:data:`~discoverygym.search.selectors.SELECTORS`:
+            ``"puct"``, ``"rpucg"``, ``"epsilon"``, ``"none"``...), built with ``rule_kwargs``; or
+            a rule object (:class:`~discoverygym.search.rule.Selector`).
         archive: the archive to use (default: ``rule.new_archive()``, the rule's paper caps).
         initial_states: states seeding the archive, each admitted by the env
             (``env.unwrapped.admit``: a construction is re-verified, a program state taken as
             scored); default: the env's initial state from a reset. The state the env's
             ``reset()`` returned may always be passed here.
-        inspirations: states per prompt when ``reset`` picks (default: the rule's).
+        inspirations: states per prompt when ``reset`` picks (default: the rule's
+            ``default_inspirations``, e.g. RPUCG's ``inspirations`` hyper-parameter).
         seed: seeds :attr:`rng` (default: seeded from the env's generator on first use).
         reward_rtol: set on the default archive: a child whose reward equals a kept state's to
             this relative tolerance stands for that state
             (:class:`~discoverygym.search.archive.Archive`; ``None``, the papers' archive: off).
+        **rule_kwargs: the rule's hyper-parameters when ``rule`` is a name (``c=1.0`` for PUCT,
+            ``gamma=0.8`` for RPUCG, ``epsilon=0.1``...: the paper defaults when left out).
 
     Raises:
-        ValueError: both ``archive`` and ``reward_rtol`` given (set it on the archive instead), or a
-            ``reward_rtol`` that is not a finite number >= 0.
+        ValueError: an unknown rule name (the message lists the known ones); both ``archive`` and
+            ``reward_rtol`` given (set it on the archive instead), or a ``reward_rtol`` that is not a
+            finite number >= 0.
+        TypeError: an unknown hyper-parameter, or ``rule_kwargs`` with a rule object.
 
     Attributes:
         archive: the :class:`~discoverygym.search.archive.Archive`.
         rule: the rule object (its statistics: ``rule.n``, ``rule.T``...).
         inspirations: the states of the open batch's prompt (start state first).
         rng: the wrapper's ``np.random.Generator`` (picks, and the seeds of the env's resets).
+
+    Example:
+        >>> import gymnasium as gym, discoverygym
+        >>> env = ReuseWrapper(gym.make("CirclePacking-26-v0"), "epsilon", epsilon=0.0)
+        >>> env.rule.name, env.rule.epsilon
+        ('epsilon', 0.0)
     """
 
     def __init__(
         self,
         env: gym.Env,
-        rule: Selector,
+        rule: str | Selector,
         archive: Archive | None = None,
         initial_states: Sequence[State] | None = None,
         inspirations: int | None = None,
         seed: int | None = None,
         reward_rtol: float | None = None,
+        **rule_kwargs: Any,
     ) -> None:
         super().__init__(env)
+        if isinstance(rule, str):
+            rule = make_selector(rule, **rule_kwargs)
+        elif rule_kwargs:
+            raise TypeError(f"hyper-parameters {sorted(rule_kwargs)} go with a rule name, not a rule object")
         self.rule = rule
         if archive is None:
             archive = rule.new_archive()

@@ -16,7 +16,7 @@ from discoverygym.envs.base import DiscoveryEnv
 from discoverygym.envs.problem import Problem
 from discoverygym.errors import InvalidSolution
 from discoverygym.rewards.common import Score
-from discoverygym.search.reuse import EpsilonGreedyReuse, NoReuse, PUCTReuse, RPUCGReuse
+from discoverygym.search.reuse import ReuseWrapper
 
 
 def _toy_verifier(x):
@@ -57,7 +57,7 @@ def episode(env, reward, tag, state=None):
 
 
 def test_puct_reuse_matches_hand_computed_scores():
-    env = PUCTReuse(toy_env())
+    env = ReuseWrapper(toy_env(), "puct")
     _, info = env.reset(seed=0)
     root = info["state"]
     assert info["reuse"]["start_id"] == root.id and env.archive.initial_ids == [root.id]
@@ -78,7 +78,7 @@ def test_puct_reuse_matches_hand_computed_scores():
 
 @pytest.mark.parametrize("counting,T", [("rollout", 3), ("parent", 1)])
 def test_puct_reuse_counting_unit(counting, T):
-    env = PUCTReuse(toy_env(), counting=counting)
+    env = ReuseWrapper(toy_env(), "puct", counting=counting)
     env.reset(seed=0)
     (start,) = env.select(1)
     for r in (2.0, -5.0, 4.0):  # one failure (x[0] < 0)
@@ -88,7 +88,7 @@ def test_puct_reuse_counting_unit(counting, T):
 
 
 def test_rpucg_reuse_matches_hand_computed_selection_and_dag():
-    env = RPUCGReuse(toy_env(), restart_every=None)
+    env = ReuseWrapper(toy_env(), "rpucg", restart_every=None)
     env.reset(seed=0)
     root = env.archive.states()[0]
     assert [s.id for s in env.select(5)] == [root.id]
@@ -113,25 +113,25 @@ def test_rpucg_reuse_matches_hand_computed_selection_and_dag():
 
 
 def test_epsilon_and_no_reuse():
-    env = NoReuse(toy_env())
+    env = ReuseWrapper(toy_env(), "none")
     env.reset(seed=0)
     root = env.archive.states()[0]
     for r in (5.0, 6.0):
         start, _ = episode(env, r, r)
         assert start.id == root.id
-    env = EpsilonGreedyReuse(toy_env(), epsilon=0.0)
+    env = ReuseWrapper(toy_env(), "epsilon", epsilon=0.0)
     env.reset(seed=0)
     env.step([5.0, 1.0])
     start, _ = episode(env, 1.0, 2)
     assert start.reward == 5.0
 
 
-@pytest.mark.parametrize("wrapper", [PUCTReuse, RPUCGReuse, EpsilonGreedyReuse])
-def test_seeded_runs_repeat_and_resume_exactly(wrapper, tmp_path):
+@pytest.mark.parametrize("rule", ["puct", "rpucg", "epsilon"])
+def test_seeded_runs_repeat_and_resume_exactly(rule, tmp_path):
     """Circle packing with Gaussian moves: save mid-run, load into a fresh wrapper, same archive."""
 
     def run(n, env=None, rng=None, start=0):
-        env = env or wrapper(gym.make("CirclePacking-26-v0"))
+        env = env or ReuseWrapper(gym.make("CirclePacking-26-v0"), rule)
         rng = rng or np.random.default_rng(7)
         _, info = env.reset(seed=3) if start == 0 else env.reset()
         for i in range(start, n):
@@ -148,7 +148,7 @@ def test_seeded_runs_repeat_and_resume_exactly(wrapper, tmp_path):
     half, rng = run(20)
     rng_state = rng.bit_generator.state
     half.save(tmp_path)
-    resumed = wrapper(gym.make("CirclePacking-26-v0"))
+    resumed = ReuseWrapper(gym.make("CirclePacking-26-v0"), rule)
     resumed.load(tmp_path)
     rng = np.random.default_rng()
     rng.bit_generator.state = rng_state
@@ -161,9 +161,31 @@ def test_seeded_runs_repeat_and_resume_exactly(wrapper, tmp_path):
 def test_reward_rtol_goes_on_the_default_archive_and_refuses_a_given_one():
     from discoverygym.search.archive import Archive
 
-    assert PUCTReuse(toy_env(), reward_rtol=1e-9).archive.reward_rtol == 1e-9
-    assert PUCTReuse(toy_env()).archive.reward_rtol is None
+    assert ReuseWrapper(toy_env(), "puct", reward_rtol=1e-9).archive.reward_rtol == 1e-9
+    assert ReuseWrapper(toy_env(), "puct").archive.reward_rtol is None
     with pytest.raises(ValueError, match="archive.reward_rtol"):
-        PUCTReuse(toy_env(), archive=Archive(), reward_rtol=1e-9)
+        ReuseWrapper(toy_env(), "puct", archive=Archive(), reward_rtol=1e-9)
     with pytest.raises(ValueError, match="reward_rtol"):
-        EpsilonGreedyReuse(toy_env(), reward_rtol=-1.0)
+        ReuseWrapper(toy_env(), "epsilon", reward_rtol=-1.0)
+
+
+def test_one_wrapper_takes_a_registered_name_or_a_rule_object():
+    from discoverygym.search.puct import PUCT, PUCTConfig
+    from discoverygym.search.selectors import SELECTORS
+
+    by_name = ReuseWrapper(toy_env(), "puct", c=2.0, counting="parent")
+    assert isinstance(by_name.rule, PUCT) and by_name.rule.config == PUCTConfig(c=2.0, counting="parent")
+    by_object = ReuseWrapper(toy_env(), PUCT(c=2.0))
+    assert by_object.rule.config.c == 2.0
+    assert ReuseWrapper(toy_env(), "rpucg", inspirations=3).n_inspirations == 3
+    assert ReuseWrapper(toy_env(), "rpucg").n_inspirations == 5  # TES default
+    for name in SELECTORS:  # every registered rule wraps an env and starts an episode
+        env = ReuseWrapper(toy_env(), name)
+        _, info = env.reset(seed=0)
+        assert info["reuse"]["rule"] == name
+    with pytest.raises(ValueError, match="unknown selector 'nope'; known: rpucg"):
+        ReuseWrapper(toy_env(), "nope")
+    with pytest.raises(TypeError):
+        ReuseWrapper(toy_env(), "puct", gamma=0.8)  # an RPUCG hyper-parameter
+    with pytest.raises(TypeError, match="rule name, not a rule object"):
+        ReuseWrapper(toy_env(), PUCT(), c=2.0)

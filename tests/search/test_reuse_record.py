@@ -12,7 +12,7 @@ import pytest
 from discoverygym.envs.problem import Problem
 from discoverygym.errors import InvalidSolution
 from discoverygym.rewards.common import Score
-from discoverygym.search.reuse import PUCTReuse, RPUCGReuse
+from discoverygym.search.reuse import ReuseWrapper
 from discoverygym.types import State
 
 
@@ -32,13 +32,13 @@ FIRST = Problem(
 )
 
 
-def _wrapped(cls, **kwargs):
-    return cls(gym.make("CirclePacking-26-v0", problem=FIRST), **kwargs)
+def _wrapped(rule, **kwargs):
+    return ReuseWrapper(gym.make("CirclePacking-26-v0", problem=FIRST), rule, **kwargs)
 
 
-@pytest.mark.parametrize("cls", [PUCTReuse, RPUCGReuse])
-def test_record_books_a_child_as_step_does(cls):
-    stepping, recording = _wrapped(cls), _wrapped(cls)
+@pytest.mark.parametrize("rule", ["puct", "rpucg"])
+def test_record_books_a_child_as_step_does(rule):
+    stepping, recording = _wrapped(rule), _wrapped(rule)
     for env in (stepping, recording):
         env.reset(seed=0)
     for reward, tag in ((2.0, 1.0), (-3.0, 2.0), (4.0, 3.0), (0.5, 4.0)):
@@ -59,7 +59,7 @@ def test_record_books_a_child_as_step_does(cls):
 
 
 def test_record_lists_every_inspiration_under_a_dag_rule():
-    env = _wrapped(RPUCGReuse, restart_every=None)
+    env = _wrapped("rpucg", restart_every=None)
     env.reset(seed=0)
     root = env.archive.states()[0]
 
@@ -81,7 +81,7 @@ def test_record_lists_every_inspiration_under_a_dag_rule():
 
 
 def test_wrapper_reset_never_mutates_the_callers_state():
-    env = _wrapped(PUCTReuse)
+    env = _wrapped("puct")
     _, info = env.reset(seed=0)
     claimed = dataclasses.replace(info["state"], score=50.0, reward=50.0)
     _, started = env.reset(options={"state": claimed})
@@ -90,7 +90,7 @@ def test_wrapper_reset_never_mutates_the_callers_state():
 
 def test_seeded_wrappers_repeat_without_touching_the_envs_generator():
     def run(seed):
-        env = _wrapped(PUCTReuse, seed=seed)
+        env = _wrapped("puct", seed=seed)
         env.unwrapped.reset(seed=99)  # the env's own stream: the wrapper never writes it
         ids = []
         for value in (2.0, 3.0, 1.5, 4.0):
@@ -103,9 +103,9 @@ def test_seeded_wrappers_repeat_without_touching_the_envs_generator():
 
 
 def test_initial_states_are_admitted_by_the_env():
-    env = _wrapped(PUCTReuse, initial_states=[State([2.0, 0.0], 99.0, 99.0, True, id="mine")])
+    env = _wrapped("puct", initial_states=[State([2.0, 0.0], 99.0, 99.0, True, id="mine")])
     start = env.select(1)[0]
     assert start.id == "mine" and start.score == 2.0  # re-verified, whatever it claimed
-    bad = _wrapped(PUCTReuse, initial_states=[State([-1.0, 0.0], 1.0, 1.0, True, id="bad")])
+    bad = _wrapped("puct", initial_states=[State([-1.0, 0.0], 1.0, 1.0, True, id="bad")])
     with pytest.raises(ValueError, match="initial state bad is invalid"):
         bad.select(1)
