@@ -57,7 +57,7 @@ from discoverygym.search.controllers import InspirationBandit, RestartController
 from discoverygym.search.executors import EvalTask, Evaluator, EvaluatorSpec, make_evaluator
 from discoverygym.search.pipeline import Batch, Pipeline
 from discoverygym.search.rule import Selector
-from discoverygym.search.runlog import RunLog, ScalarWriter
+from discoverygym.search.runlog import Replay, RunLog, ScalarWriter
 from discoverygym.search.selectors import make_selector
 from discoverygym.types import State, to_jsonable
 
@@ -187,26 +187,7 @@ class EvolutionarySearch:
             config.check_policy(policy)  # the built object may say more than its factory did
         self.policy = policy
         probe = make_selector(config.selector, **config.selector_kwargs)
-        if resume and not Path(run_dir).is_dir():
-            raise ValueError(
-                f"cannot resume {run_dir}: no such run directory (start a new run without resume)"
-            )
-        self.log = RunLog(run_dir)
-        self.log.check_writable()
-        stored = self.log.read_config()
-        if resume:
-            if stored is None:
-                what = (
-                    "has a log but no config.json" if self.log.has_log() else "holds no run (no config.json)"
-                )
-                raise ValueError(f"cannot resume {run_dir}: it {what}; start a new run without resume")
-            if stored != self._config_dict():
-                diff = {k: (stored.get(k), v) for k, v in self._config_dict().items() if stored.get(k) != v}
-                raise ValueError(f"cannot resume {run_dir}: configuration differs (stored, given): {diff}")
-        elif stored is not None or self.log.has_log():
-            raise ValueError(
-                f"{run_dir} already holds a run; pass resume=True (--resume) or use a new run dir"
-            )
+        self.log = RunLog.claim(run_dir, self._config_dict(), resume)
         self.resume = resume
         usage = getattr(policy, "usage", None)  # a chat backend's tracker built without a run dir (Python API)
         if usage is not None and getattr(usage, "dir", False) is None and callable(getattr(usage, "bind", None)):
@@ -250,12 +231,7 @@ class EvolutionarySearch:
         self._busy_s = 0.0
         self.best: State | None = None
         self.trajectories: list[_Trajectory] = []
-        self._replaying = False
-        self._replay_batches: dict = {}  # (traj, step) -> logged batch record
-        self._replay_evals: dict = {}  # (traj, step, k) -> logged evaluated State
-        self._replay_commits: dict = {}  # (traj, step) -> logged commit record
-        self._replay_restarts: dict = {}  # (traj, step) -> logged restart decision
-        self._replay_rounds: dict = {}  # round -> logged budget record
+        self.replay = Replay()  # what the log holds (read by run() on resume)
         self._tb = ScalarWriter(self.log.dir, enabled=False)
 
     # ------------------------------------------------------------------ helpers
@@ -303,17 +279,10 @@ class EvolutionarySearch:
                 raise RuntimeError(f"trajectory {traj.index}: no valid state to start step {step} from")
             picks = list({s.id: s for s in picks}.values())  # a state appears once per prompt
             batch = Batch(traj.index, step, list(picks), None, [None] * cfg.K)
-            logged = self._replay_batches.get((traj.index, step))
-            if logged is not None:
-                if logged["parents"] != [s.id for s in picks]:
-                    raise RuntimeError(
-                        f"replay mismatch at trajectory {traj.index} step {step}: logged parents "
-                        f"{logged['parents']}, recomputed {[s.id for s in picks]} (code or config changed?)"
-                    )
-                batch.actions = logged["actions"]
-                batch.seeds = logged.get("seeds")
-                for k in range(cfg.K):
-                    batch.results[k] = self._replay_evals.get((traj.index, step, k))
+            logged = self.replay.batch(traj.index, step, [s.id for s in picks], cfg.K)
+            if logged is not None:  # generated before the run was killed: not generated again
+                record, batch.results = logged
+                batch.actions, batch.seeds = record["actions"], record.get("seeds")
             traj.batches[step] = batch
             traj.next_select += 1
             out.append(batch)
@@ -354,14 +323,7 @@ class EvolutionarySearch:
         for t, lim in zip(self.trajectories, limits):
             t.limit = lim
         record = {"kind": "budget", "round": self.budget.round, "limits": limits}
-        logged = self._replay_rounds.get(self.budget.round)
-        if logged is not None:
-            if logged["limits"] != limits:
-                raise RuntimeError(
-                    f"replay mismatch at budget round {self.budget.round}: logged limits {logged['limits']}, "
-                    f"recomputed {limits}"
-                )
-        else:
+        if not self.replay.logged(record):
             self._log(record)
 
     def _commit(self, traj: _Trajectory, batch: Batch) -> None:
@@ -390,7 +352,6 @@ class EvolutionarySearch:
             self._decide_restart(traj, batch.step)
         self._commits += 1
         self.timings["commit"] += time.perf_counter() - t0
-        key = (traj.index, batch.step)
         record = {
             "kind": "commit",
             "traj": traj.index,
@@ -401,15 +362,9 @@ class EvolutionarySearch:
         if traj.insp is not None:
             record["inspirations"] = traj.insp_used.get(batch.step)
             record["insp_reward"] = insp_reward
-        if key in self._replay_commits:
-            if self._replay_commits[key]["committed"] != record["committed"]:
-                raise RuntimeError(
-                    f"replay mismatch at trajectory {traj.index} step {batch.step}: logged commit "
-                    f"{self._replay_commits[key]['committed']}, recomputed {record['committed']}"
-                )
-        else:
+        if not self.replay.logged(record):
             self._log(record)
-        if not self._replaying:
+        if not self.replay.active:
             done = self._commits * self.config.K
             self._tb.add(
                 done,
@@ -425,7 +380,7 @@ class EvolutionarySearch:
                     **self._usage_scalars(),
                 },
             )
-        if improved and not self._replaying:
+        if improved and not self.replay.active:
             self._write_best()
 
     def _usage_scalars(self) -> dict:
@@ -444,14 +399,7 @@ class EvolutionarySearch:
         previous = traj.restart.decisions[-2]["reward"] if len(traj.restart.decisions) > 1 else None
         record = {"kind": "restart", "traj": traj.index, "step": step, "choice": choice,
                   "best_at": decision["best_at"], "previous_reward": previous}
-        logged = self._replay_restarts.get((traj.index, step))
-        if logged is not None:
-            if logged["choice"] != choice:
-                raise RuntimeError(
-                    f"replay mismatch at trajectory {traj.index} step {step}: logged restart {logged['choice']!r}, "
-                    f"recomputed {choice!r}"
-                )
-        else:
+        if not self.replay.logged(record):
             self._log(record)
 
     def _write_best(self) -> None:
@@ -538,26 +486,6 @@ class EvolutionarySearch:
         )
 
     # ------------------------------------------------------------------ run
-    def _replay(self) -> State | None:
-        """Read the log (on resume) into the replay tables; return the logged initial state, if any."""
-        records = self.log.read_records(repair=True, check=_record_problem) if self.resume else []
-        initial = None
-        for r in records:
-            kind = r.get("kind")
-            if kind == "init":
-                initial = State.from_dict(r["state"])
-            elif kind == "batch":
-                self._replay_batches[(r["traj"], r["step"])] = r
-            elif kind == "eval":
-                self._replay_evals[(r["traj"], r["step"], r["k"])] = State.from_dict(r["state"])
-            elif kind == "commit":
-                self._replay_commits[(r["traj"], r["step"])] = r
-            elif kind == "restart":
-                self._replay_restarts[(r["traj"], r["step"])] = r
-            elif kind == "budget":
-                self._replay_rounds[r["round"]] = r
-        return initial
-
     def _initial_state(self) -> State:
         env = self.spec.make()
         _, info = env.reset(seed=int(self.config.seed))
@@ -600,8 +528,10 @@ class EvolutionarySearch:
     def _run(self) -> SearchResult:
         t_run = time.perf_counter()
         self._t_start = t_run
-        initial = self._replay()
-        self._replaying = True
+        if self.resume:
+            self.replay = Replay.read(self.log)
+        self.replay.active = True
+        initial = self.replay.initial
         if initial is None:
             self.log.write_config(self._config_dict())
             initial = self._initial_state()
@@ -610,8 +540,8 @@ class EvolutionarySearch:
         self.trajectories = [self._new_trajectory(c, initial) for c in range(self.config.C)]
         self._advance(self.trajectories)
         pending: list[Batch] = [b for traj in self.trajectories for b in traj.batches.values()]
-        self._replaying = False
-        evaluations_logged = len(self._replay_evals)
+        self.replay.active = False
+        evaluations_logged = self.replay.evaluations
         self._done_evals = evaluations_logged
         self._write_best()
         self._tb = ScalarWriter(self.log.dir, enabled=self._tb_enabled, record=self.problem.sota.get("value"),
@@ -773,18 +703,6 @@ def _reward_of(state: State | None) -> float:
     """A trajectory best's reward for the controllers (-inf without a valid best)."""
     return float(state.reward) if state is not None and state.valid else float("-inf")
 
-
-#: Fields each kind of ``archive.jsonl`` record needs on resume, with their types.
-_RECORD_FIELDS = {
-    "init": (("state", dict),),
-    "batch": (("traj", int), ("step", int)),
-    "eval": (("traj", int), ("step", int), ("k", int), ("state", dict)),
-    "commit": (("traj", int), ("step", int)),
-    "restart": (("traj", int), ("step", int), ("choice", str)),
-    "budget": (("round", int), ("limits", list)),
-}
-
-
 def _edit_rates(samples: Sequence[Any]) -> dict[str, float]:
     """The step's ``edit/*`` rates of LLM samples (the definition of
     :func:`discoverygym.agents.policies.edits.edit_stats`, restated here: search sits below agents).
@@ -795,20 +713,3 @@ def _edit_rates(samples: Sequence[Any]) -> dict[str, float]:
                 for s in samples)
     fallback = sum(getattr(s, "edit", None) == "fallback" for s in samples)
     return {"edit/parse_fail_rate": parse / n, "edit/apply_fail_rate": apply / n, "edit/fallback_rate": fallback / n}
-
-
-def _record_problem(record: dict) -> str | None:
-    """Why a logged record cannot be replayed (a field missing or of the wrong type), or ``None``.
-
-    Records of other kinds are ignored on replay, so only the four replayed kinds are checked.
-    """
-    for name, kind in _RECORD_FIELDS.get(record.get("kind"), ()):
-        value = record.get(name)
-        if not isinstance(value, kind) or isinstance(value, bool):
-            return f"a {record.get('kind')!r} record needs {name!r} of type {kind.__name__}, got {value!r:.80}"
-    if "state" in record:
-        try:
-            State.from_dict(record["state"])
-        except (KeyError, TypeError, ValueError) as exc:
-            return f"its state is not a State ({type(exc).__name__}: {exc})"
-    return None

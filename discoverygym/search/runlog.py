@@ -5,9 +5,10 @@ Files (``runs/<name>/``):
 * ``config.json`` — the search configuration (written atomically at the start);
 * ``archive.jsonl`` — append-only log, one JSON record per line: ``init`` (the initial state),
   ``batch`` (a generated batch: trajectory, step, inspiration ids, actions), ``eval`` (one
-  evaluated candidate: trajectory, step, index, state) and ``commit`` (a finished step). Every
-  record is one ``write`` + ``flush`` (a killed process loses nothing it logged); ``fsync`` runs
-  at most every ``fsync_interval_s`` seconds and at the end (an OS crash loses at most that);
+  evaluated candidate: trajectory, step, index, state), ``commit`` (a finished step), and the
+  controllers' ``restart`` and ``budget`` decisions. Every record is one ``write`` + ``flush`` (a
+  killed process loses nothing it logged); ``fsync`` runs at most every ``fsync_interval_s``
+  seconds and at the end (an OS crash loses at most that);
 * ``best.json`` — the best valid state so far (atomic rewrite on each improvement), and in code
   mode ``best.py`` (its program);
 * ``archive.json`` — final snapshot: each trajectory's archive, rule statistics and history;
@@ -15,6 +16,11 @@ Files (``runs/<name>/``):
 
 The reader is tolerant: a torn last line (killed mid-write) is dropped and truncated away before
 appending resumes; a corrupt line anywhere else is an error.
+
+Resume: :meth:`RunLog.claim` decides whether a directory may start (or continue) a run, and
+:class:`Replay` reads ``archive.jsonl`` back: the runner recomputes every step and checks each
+recomputed decision against the logged one (:meth:`Replay.batch`, :meth:`Replay.logged`), so
+logged batches are not generated again and logged candidates are not evaluated again.
 """
 
 from __future__ import annotations
@@ -24,13 +30,14 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from discoverygym.io import atomic_write_json
+from discoverygym.types import State
 
-__all__ = ["RunLog", "ScalarWriter"]
+__all__ = ["Replay", "RunLog", "ScalarWriter", "record_problem"]
 
 
 class RunLog:
@@ -63,6 +70,33 @@ class RunLog:
         self._lock = threading.Lock()
         self._fh: Any = None
         self._last_sync = time.monotonic()
+
+    @classmethod
+    def claim(cls, run_dir: str | os.PathLike, config: dict, resume: bool) -> RunLog:
+        """The log of a run directory that may start a new run (``resume=False``) or continue its
+        run with ``config`` (``resume=True``); checked before anything is written.
+
+        Raises:
+            ValueError: a directory that already holds a run without ``resume``; with ``resume``, a
+                directory that does not exist, holds no run (no ``config.json``), or holds a run with
+                another configuration (the message lists the differences).
+            OSError: the directory cannot be created or written.
+        """
+        if resume and not Path(run_dir).is_dir():
+            raise ValueError(f"cannot resume {run_dir}: no such run directory (start a new run without resume)")
+        log = cls(run_dir)
+        log.check_writable()
+        stored = log.read_config()
+        if resume:
+            if stored is None:
+                what = "has a log but no config.json" if log.has_log() else "holds no run (no config.json)"
+                raise ValueError(f"cannot resume {run_dir}: it {what}; start a new run without resume")
+            if stored != config:
+                diff = {k: (stored.get(k), v) for k, v in config.items() if stored.get(k) != v}
+                raise ValueError(f"cannot resume {run_dir}: configuration differs (stored, given): {diff}")
+        elif stored is not None or log.has_log():
+            raise ValueError(f"{run_dir} already holds a run; pass resume=True (--resume) or use a new run dir")
+        return log
 
     # ------------------------------------------------------------------ exclusive use
     def check_writable(self) -> None:
@@ -207,6 +241,137 @@ class RunLog:
             if self._fh is not None:
                 self._fh.close()
                 self._fh = None
+
+
+#: Fields each kind of ``archive.jsonl`` record needs on resume, with their types.
+_RECORD_FIELDS = {
+    "init": (("state", dict),),
+    "batch": (("traj", int), ("step", int)),
+    "eval": (("traj", int), ("step", int), ("k", int), ("state", dict)),
+    "commit": (("traj", int), ("step", int)),
+    "restart": (("traj", int), ("step", int), ("choice", str)),
+    "budget": (("round", int), ("limits", list)),
+}
+
+#: the decision a recomputed record is checked on, per kind (see :meth:`Replay.logged`).
+_DECISIONS = {"commit": "committed", "restart": "choice", "budget": "limits"}
+
+
+def record_problem(record: dict) -> str | None:
+    """Why a logged record cannot be replayed (a field missing or of the wrong type), or ``None``.
+
+    Records of other kinds are ignored on replay, so only the replayed kinds are checked.
+    """
+    for name, kind in _RECORD_FIELDS.get(record.get("kind"), ()):
+        value = record.get(name)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            return f"a {record.get('kind')!r} record needs {name!r} of type {kind.__name__}, got {value!r:.80}"
+    if "state" in record:
+        try:
+            State.from_dict(record["state"])
+        except (KeyError, TypeError, ValueError) as exc:
+            return f"its state is not a State ({type(exc).__name__}: {exc})"
+    return None
+
+
+class Replay:
+    """What a run logged, read back from ``archive.jsonl`` to resume it (empty for a new run).
+
+    A resumed run recomputes every step from the start; the logged records are keyed here by
+    (trajectory, step) (budget rounds by round) so that a logged batch is not generated again, a
+    logged candidate is not evaluated again, and a recomputed decision that was logged is checked
+    against the log instead of being logged twice.
+
+    Args:
+        records: the log's records in order (:meth:`RunLog.read_records`); other kinds are ignored.
+
+    Attributes:
+        initial: the logged initial state, or ``None`` (nothing logged yet: a new run).
+        active: ``True`` while the runner replays the logged steps (it then writes no TensorBoard
+            scalars and no ``best.json`` per step).
+
+    Example:
+        >>> r = Replay([{"kind": "commit", "traj": 0, "step": 0, "committed": "a"}])
+        >>> r.logged({"kind": "commit", "traj": 0, "step": 0, "committed": "a"})
+        True
+        >>> r.logged({"kind": "commit", "traj": 0, "step": 1, "committed": "b"})
+        False
+    """
+
+    def __init__(self, records: Iterable[dict] = ()) -> None:
+        self.initial: State | None = None
+        self.active = False
+        self._batches: dict = {}  # (traj, step) -> logged batch record
+        self._evals: dict = {}  # (traj, step, k) -> logged evaluated State
+        self._decisions: dict = {kind: {} for kind in _DECISIONS}  # kind -> key -> logged record
+        for r in records:
+            kind = r.get("kind")
+            if kind == "init":
+                self.initial = State.from_dict(r["state"])
+            elif kind == "batch":
+                self._batches[(r["traj"], r["step"])] = r
+            elif kind == "eval":
+                self._evals[(r["traj"], r["step"], r["k"])] = State.from_dict(r["state"])
+            elif kind in _DECISIONS:
+                self._decisions[kind][_key(r)] = r
+
+    @classmethod
+    def read(cls, log: RunLog) -> Replay:
+        """The replay of ``log``'s records (a torn last line is truncated away first).
+
+        Raises:
+            ValueError: a corrupt record (the message names the file and line).
+        """
+        return cls(log.read_records(repair=True, check=record_problem))
+
+    @property
+    def evaluations(self) -> int:
+        """Candidates the log holds evaluated."""
+        return len(self._evals)
+
+    def batch(self, traj: int, step: int, parent_ids: list[str], k: int) -> tuple[dict, list[State | None]] | None:
+        """The logged batch of step ``step`` of trajectory ``traj`` and its ``k`` logged results (``None``
+        where not evaluated yet), or ``None`` when the step was never generated.
+
+        Raises:
+            RuntimeError: the batch was logged with other parents (code or configuration changed).
+        """
+        logged = self._batches.get((traj, step))
+        if logged is None:
+            return None
+        if logged["parents"] != parent_ids:
+            raise RuntimeError(
+                f"replay mismatch at trajectory {traj} step {step}: logged parents "
+                f"{logged['parents']}, recomputed {parent_ids} (code or config changed?)"
+            )
+        return logged, [self._evals.get((traj, step, i)) for i in range(k)]
+
+    def logged(self, record: dict) -> bool:
+        """Whether a recomputed ``commit``, ``restart`` or ``budget`` record is already in the log
+        (then it is not logged again).
+
+        Raises:
+            RuntimeError: the log holds that record with another decision (``committed``, ``choice``
+                or ``limits``): the code or the configuration changed.
+        """
+        kind = record["kind"]
+        old = self._decisions[kind].get(_key(record))
+        if old is None:
+            return False
+        name = _DECISIONS[kind]
+        if old[name] != record[name]:
+            where = f"budget round {record['round']}" if kind == "budget" else (
+                f"trajectory {record['traj']} step {record['step']}")
+            what = {"commit": "commit", "restart": "restart", "budget": "limits"}[kind]
+            raise RuntimeError(
+                f"replay mismatch at {where}: logged {what} {old[name]!r}, recomputed {record[name]!r}"
+            )
+        return True
+
+
+def _key(record: dict) -> Any:
+    """A decision record's key: the budget round, or (trajectory, step)."""
+    return record["round"] if record["kind"] == "budget" else (record["traj"], record["step"])
 
 
 class ScalarWriter:
