@@ -7,7 +7,7 @@ put the per-case relative improvement over the initial program into ``info["metr
 ["case_improvement"]`` (:func:`case_improvement`), and the search and train summaries print its
 distribution (:func:`distribution_text`: quantiles and a small text histogram).
 
-A ground-floor module: plain Python and numpy, no other discoverygym import.
+A ground-floor module: plain Python and numpy, and :class:`~discoverygym.types.Direction` from the ground floor.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+from discoverygym.types import Direction
 
 __all__ = ["QUANTILES", "case_improvement", "case_summary", "distribution_text", "quantiles", "text_histogram"]
 
@@ -47,8 +49,10 @@ def case_improvement(
         >>> case_improvement([100.0], [200.0], "min")
         [0.5]
     """
-    if direction not in ("max", "min"):
-        raise ValueError(f"direction must be 'max' or 'min', got {direction!r}")
+    try:
+        sense = Direction(direction)
+    except ValueError:
+        raise ValueError(f"direction must be 'max' or 'min', got {direction!r}") from None
     if len(scores) != len(baseline):
         raise ValueError(f"{len(scores)} case scores against {len(baseline)} baseline cases")
     out: list[float | None] = []
@@ -57,7 +61,7 @@ def case_improvement(
         if b == 0 or not math.isfinite(b) or not math.isfinite(s):
             out.append(None)
             continue
-        delta = (s - b) if direction == "max" else (b - s)
+        delta = sense.improvement(s, b)
         out.append(delta / abs(b))
     return out
 

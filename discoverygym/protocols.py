@@ -4,7 +4,7 @@ Two kinds of problem exist (:class:`~discoverygym.envs.problem.Problem`, scored 
 :class:`~discoverygym.envs.program.ProgramTask`, programs judged by running them), and code above
 ``envs/`` (prompts, policies, search, trainers) must treat them alike. These protocols say what
 "alike" means, so that code can type against them without importing ``envs/``. They sit on the
-ground floor (they import nothing from the package).
+ground floor (they import only :class:`~discoverygym.types.Direction`, from the ground floor).
 
 Source: PEP 544 structural typing; the attribute names are those the two problem kinds share
 (docs/architecture.md, "Environment contract").
@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
+
+from discoverygym.types import Direction
 
 __all__ = ["ConstructionProblemProtocol", "ProblemProtocol", "ProgramTaskProtocol", "ScoreProtocol"]
 
@@ -41,19 +43,25 @@ class ProblemProtocol(Protocol):
         name: short identifier, e.g. ``"erdos_min_overlap"`` or ``"ahc039"``.
         title: human title for prompts, ``list`` and renders.
         quantity: what ``score`` measures (and its unit).
-        direction: ``"min"`` or ``"max"``: whether a lower or higher score is better.
+        direction: :class:`~discoverygym.types.Direction` (``"min"`` or ``"max"``): whether a lower or
+            higher score is better; compare scores with its methods, never by testing the string.
         sota: best published value, ``{"value": float, "source": str}`` plus optional extras
             (``value`` is NaN when none is published).
         failure_reward: reward of an invalid candidate; strictly below every valid reward.
-        reward_scale: for ``direction == "min"``, reward = reward_scale / score.
+        reward_scale: for a minimised score (``Direction.MIN``), reward = reward_scale / score.
         entry: the function a program must define.
+        language: ``"python"`` or ``"cpp"``, the language of a program (always ``"python"`` for a
+            construction problem's programs).
+        example: file name of the bundled example program in ``discoverygym/examples/``, or ``None``.
         row_len: ``None`` for 1-D constructions and for program problems, else the row length.
     """
 
     name: str
     title: str
     quantity: str
-    direction: Literal["min", "max"]
+    direction: Direction
+    language: Literal["python", "cpp"]
+    example: str | None
     failure_reward: float
     reward_scale: float
     entry: str
@@ -83,10 +91,14 @@ class ConstructionProblemProtocol(ProblemProtocol, Protocol):
         initial: ``np.random.Generator -> construction`` (plain lists), the initial state.
         render: ``(construction float64 ndarray, size px) -> uint8 (size, size, 3)`` picture.
         description: the problem statement, returns: what a program must return (prompt text).
+        bounds: ``(low, high)`` of every construction entry, or ``None`` (unbounded).
+        violation: ``construction -> v >= 0``, how far an invalid construction is from valid, or ``None``.
     """
 
     description: str
     returns: str
+    bounds: tuple[float, float] | None
+    violation: Callable[[Any], float] | None
     verifier: Callable[[Any], ScoreProtocol]
     initial: Callable[[np.random.Generator], Any]
     render: Callable[[np.ndarray, int], np.ndarray]
@@ -97,14 +109,12 @@ class ProgramTaskProtocol(ProblemProtocol, Protocol):
     """A problem whose candidates are programs judged by running them (``ProgramEnv``).
 
     Attributes:
-        language: ``"python"`` or ``"cpp"``, the language of the action program.
         contract: what the program must define/read/print and the limits it runs under.
         evaluate_initial: whether ``reset()`` scores the initial program.
         nondeterministic: scores are measurements (timings) that vary between runs.
         thread_safe: ``evaluate`` may run in several threads of one process at once.
     """
 
-    language: Literal["python", "cpp"]
     contract: str
     evaluate_initial: bool
     nondeterministic: bool

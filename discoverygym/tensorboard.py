@@ -20,8 +20,8 @@ Post-train over several problems appends the env id (``score/best/<env_id>``).
 
 Precision: TensorBoard's default loader (the Rust data server that ``pip install tensorboard``
 brings) keeps scalars as float32 (7 digits) and drops float64 scalar tensors altogether, so scalars
-are written as float32 ``simple_value`` by default; ``score/gap`` (how far the best is behind the
-record, positive = behind) keeps the digits that matter near a record. ``RunWriter(...,
+are written as float32 ``simple_value`` by default; ``score/gap`` (best − record, the sign convention
+of :class:`~discoverygym.types.Direction`) keeps the digits that matter near a record. ``RunWriter(...,
 double_precision=True)`` writes float64 tensor summaries instead (what ``torch.utils.tensorboard``'s
 ``double_precision=True`` writes), which ``tensorboard --load_fast=false`` shows exactly and the
 default loader does not show. ``metrics.jsonl`` and ``best.json`` keep every value in float64.
@@ -38,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from discoverygym.types import Direction
 
 __all__ = [
     "BETA",
@@ -62,7 +64,8 @@ __all__ = [
 
 SCORE_BEST = "score/best"
 SCORE_RECORD = "score/record"
-#: record - best (maximised) or best - record (minimised): positive while the best is behind the record
+#: best - record whatever the direction (:meth:`Direction.gap <discoverygym.types.Direction.gap>`), as the
+#: console's "gap to record" and summary.json's ``gap_to_record``: positive beats a maximised record
 SCORE_GAP = "score/gap"
 REWARD = "reward/"
 REWARD_BEST = "reward/best"
@@ -98,7 +101,9 @@ class RunWriter:
         log_dir: the run directory (event files go straight into it).
         record: the published record of the problem, written as ``score/record`` (and the gap to it
             as ``score/gap``) next to every ``score/best`` (``None``: neither).
-        direction: ``"max"`` or ``"min"``, the sign of ``score/gap``.
+        direction: ``"max"`` or ``"min"`` (a :class:`~discoverygym.types.Direction`); ``score/gap`` is
+            ``best − record`` whatever it is (the gap convention of ``Direction``, as the console and
+            ``summary.json``): positive beats a maximised record, negative a minimised one.
         double_precision: write float64 tensor summaries (see the module docstring: the default
             loader of TensorBoard does not show them) instead of float32 scalars.
         **writer_kwargs: passed to ``tensorboardX.SummaryWriter`` (``purge_step``, ``filename_suffix``,
@@ -113,7 +118,7 @@ class RunWriter:
         from tensorboardX import SummaryWriter
 
         self.record = record
-        self.direction = direction
+        self.direction = Direction(direction)
         self.double_precision = double_precision
         self._writer = SummaryWriter(logdir=str(log_dir), **writer_kwargs)
         if writer_kwargs.get("purge_step") is None:
@@ -157,8 +162,7 @@ class RunWriter:
                 suffix = tag[len(SCORE_BEST):]
                 self.scalar(SCORE_RECORD + suffix, self.record, step)
                 if isinstance(value, (int, float)):
-                    gap = self.record - value if self.direction == "max" else value - self.record
-                    self.scalar(SCORE_GAP + suffix, gap, step)
+                    self.scalar(SCORE_GAP + suffix, self.direction.gap(value, self.record), step)
 
     def histogram(self, tag: str, values: Iterable[float], step: int) -> None:
         """A histogram of the finite ``values`` at ``step`` (nothing when none is finite)."""

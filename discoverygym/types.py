@@ -8,10 +8,71 @@ from __future__ import annotations
 
 import math
 import uuid
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from typing import Any
 
 import numpy as np
+
+
+class Direction(str, Enum):
+    """Whether a lower (``"min"``) or a higher (``"max"``) score is better: the one place that reads it.
+
+    A ``str`` enum: ``Direction.MAX == "max"``, it prints and serialises as ``"max"``, and
+    ``Direction(problem.direction)`` accepts the plain strings that run files and ``list --json``
+    hold. Code outside ``envs/problem.py`` and this class compares scores through its methods, never
+    by testing the direction string.
+
+    Gap convention (the console's ``gap to record``, ``summary.json``'s ``gap_to_record`` and
+    TensorBoard's ``score/gap`` all use it): ``gap(value, record) = value − record`` in the score's
+    own units, whatever the direction; read it with the direction: for ``MAX`` a positive gap beats
+    the record, for ``MIN`` a negative one does (:meth:`improvement` gives the sign-aware form).
+
+    Example:
+        >>> d = Direction("min")
+        >>> d.better(0.38, 0.39), d.best([0.39, 0.38, 0.4]), d.gap(0.39, 0.38), d.improvement(0.38, 0.39)
+        (True, 0.38, 0.010000000000000009, 0.010000000000000009)
+    """
+
+    MIN = "min"
+    MAX = "max"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    def better(self, a: float, b: float) -> bool:
+        """Whether score ``a`` is strictly better than score ``b``."""
+        return a > b if self is Direction.MAX else a < b
+
+    def best(self, values: Iterable[float]) -> float:
+        """The best of ``values`` (``max`` or ``min``).
+
+        Raises:
+            ValueError: ``values`` is empty.
+        """
+        return max(values) if self is Direction.MAX else min(values)
+
+    def gap(self, value: float, record: float) -> float:
+        """``value − record``: the signed gap to the record (class docstring; direction-free by convention)."""
+        return float(value) - float(record)
+
+    def improvement(self, new: float, old: float) -> float:
+        """How much better ``new`` is than ``old``: ``new − old`` (MAX) or ``old − new`` (MIN); positive = better."""
+        return float(new) - float(old) if self is Direction.MAX else float(old) - float(new)
+
+    @property
+    def worst(self) -> float:
+        """The score every real score beats: ``-inf`` (MAX) or ``inf`` (MIN)."""
+        return -math.inf if self is Direction.MAX else math.inf
+
+    @property
+    def comparative(self) -> str:
+        """``"higher"`` (MAX) or ``"lower"`` (MIN), as in "higher is better"."""
+        return "higher" if self is Direction.MAX else "lower"
 
 
 def new_state_id() -> str:

@@ -12,7 +12,7 @@ everything is a fixed-shape ``Box``:
   size for variable-length problems (Erdős, autocorrelations).
 * :class:`FlatObservation` — the observation flattened to 1-D, with the current score appended.
 * :class:`DenseFailureReward` — an invalid candidate's reward graded by how far it is from valid
-  (:data:`VIOLATIONS`), below every valid reward.
+  (the problem's :attr:`~discoverygym.envs.problem.Problem.violation`), below every valid reward.
 
 Example (Stable-Baselines3, README "Use with Stable-Baselines3")::
 
@@ -33,76 +33,13 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["BOUNDS", "VIOLATIONS", "DenseFailureReward", "FixedShapeConstruction", "FlatObservation",
-           "circle_violation", "make_box_env", "nonnegative_violation", "step_height_violation"]
+from discoverygym.rewards.autocorrelation import nonnegative_violation
+from discoverygym.rewards.circle_packing import circle_violation
+from discoverygym.rewards.erdos import step_height_violation
 
-#: problem name (or its prefix before ``_<n>``) -> (low, high) of each construction entry.
-BOUNDS: dict[str, tuple[float, float]] = {
-    "circle_packing": (0.0, 1.0),  # x, y in the unit square; r <= 0.5
-    "erdos_min_overlap": (0.0, 1.0),  # heights (rescaled by the verifier, which needs [0, 1] after)
-    "first_autocorrelation": (0.0, 1.0),  # nonnegative, scale invariant
-    "second_autocorrelation": (0.0, 1.0),  # nonnegative, scale invariant
-    "third_autocorrelation": (-1.0, 1.0),
-    "hadamard_29": (-1.0, 1.0),
-}
-
-
-def _lookup(table: dict[str, Any], name: str) -> Any:
-    """``table[name]``, else ``table[name without a trailing _<digits>]``, else ``None``."""
-    if name in table:
-        return table[name]
-    head, _, tail = name.rpartition("_")
-    return table.get(head) if tail.isdigit() else None
-
-
-# ----------------------------------------------------------------------------- violations
-def circle_violation(circles: Any) -> float:
-    """Total violation of a packing (``(n, 3)`` rows ``[x, y, r]``), in units of the square's side.
-
-    Sum over circles of the containment excess ``max(0, r − x) + max(0, x + r − 1)`` (same in y)
-    and of negative radii, plus the pairwise overlap ``max(0, r_i + r_j − d_ij)``; 0 for a valid
-    packing. ``inf`` for a construction that is not a finite ``(n, 3)`` array.
-    """
-    xyr = np.asarray(circles, dtype=np.float64)
-    if xyr.ndim != 2 or xyr.shape[1] != 3 or not np.isfinite(xyr).all():
-        return math.inf
-    x, y, r = xyr.T
-    out = (np.maximum(0, r - x) + np.maximum(0, x + r - 1) + np.maximum(0, r - y) + np.maximum(0, y + r - 1)
-           + np.maximum(0, -r)).sum()
-    d = np.sqrt(((xyr[:, None, :2] - xyr[None, :, :2]) ** 2).sum(-1))
-    overlap = np.maximum(0, r[:, None] + r[None, :] - d)[np.triu_indices(len(xyr), 1)].sum()
-    return float(out + overlap)
-
-
-def step_height_violation(h: Any) -> float:
-    """Erdős step heights: mean distance of the rescaled heights (``Σh = n/2``) from ``[0, 1]``.
-
-    ``1 + mean(|h|)`` when ``Σh ≤ 0`` (no rescale exists); ``inf`` for a non-finite or non-1-D input.
-    """
-    arr = np.asarray(h, dtype=np.float64)
-    if arr.ndim != 1 or not arr.size or not np.isfinite(arr).all():
-        return math.inf
-    if not arr.sum() > 0:
-        return float(1.0 + np.abs(arr).mean())
-    arr = arr * (arr.size / 2) / arr.sum()
-    return float((np.maximum(0, arr - 1) + np.maximum(0, -arr)).mean())
-
-
-def nonnegative_violation(a: Any) -> float:
-    """Nonnegative step functions (AC1, AC2): mean negative part; ``inf`` for non-finite / non-1-D input."""
-    arr = np.asarray(a, dtype=np.float64)
-    if arr.ndim != 1 or not arr.size or not np.isfinite(arr).all():
-        return math.inf
-    return float(np.maximum(0, -arr).mean())
-
-
-#: problem name (or prefix before ``_<n>``) -> construction -> violation ≥ 0 (0 = no measured violation).
-VIOLATIONS: dict[str, Callable[[Any], float]] = {
-    "circle_packing": circle_violation,
-    "erdos_min_overlap": step_height_violation,
-    "first_autocorrelation": nonnegative_violation,
-    "second_autocorrelation": nonnegative_violation,
-}
+# the violation measures live beside their verifiers (rewards/); re-exported here for old imports
+__all__ = ["DenseFailureReward", "FixedShapeConstruction", "FlatObservation", "circle_violation", "make_box_env",
+           "nonnegative_violation", "step_height_violation"]
 
 
 # ----------------------------------------------------------------------------- wrappers
@@ -119,7 +56,7 @@ class FixedShapeConstruction(gym.Wrapper, gym.utils.RecordConstructorArgs):
             ``max_delta · (high − low)`` per entry, then clipped to bounds). With ``horizon > 1``
             (``gym.make(id, horizon=H)``) delta steps chain; with horizon 1 every episode restarts
             from the initial state.
-        low, high: entry bounds (default :data:`BOUNDS` of the problem, else the initial
+        low, high: entry bounds (default the problem's ``bounds``, else the initial
             construction's range widened by its span on each side).
         max_delta: the delta mode's step as a fraction of ``high − low``.
         dtype: dtype of the spaces (float32 suits most libraries; the env judges float64).
@@ -156,7 +93,7 @@ class FixedShapeConstruction(gym.Wrapper, gym.utils.RecordConstructorArgs):
             raise ValueError(f"n must be an integer >= 1, got {n!r}")
         row = getattr(problem, "row_len", None)
         self.shape = (int(n),) if row is None else (int(n), int(row))
-        default = _lookup(BOUNDS, problem.name)
+        default = getattr(problem, "bounds", None)
         if default is None:
             span = float(np.ptp(initial)) or 1.0
             default = (float(initial.min()) - span, float(initial.max()) + span)
@@ -263,7 +200,7 @@ class DenseFailureReward(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     Args:
         env: a construction env, wrapped or not.
-        violation: construction -> ``v``; default :data:`VIOLATIONS` of the problem.
+        violation: construction -> ``v``; default the problem's ``violation``.
         scale: the largest penalty below the failure reward (> 0).
 
     Raises:
@@ -273,10 +210,10 @@ class DenseFailureReward(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def __init__(self, env: gym.Env, violation: Callable[[Any], float] | None = None, scale: float = 1.0) -> None:
         gym.utils.RecordConstructorArgs.__init__(self, violation=violation, scale=scale)
         super().__init__(env)
-        name = env.unwrapped.problem.name
-        self.violation = violation or _lookup(VIOLATIONS, name)
+        problem = env.unwrapped.problem
+        self.violation = violation or getattr(problem, "violation", None)
         if self.violation is None:
-            raise ValueError(f"no violation measure for problem {name!r} (known: {', '.join(VIOLATIONS)}); "
+            raise ValueError(f"problem {problem.name!r} declares no violation measure (Problem.violation); "
                              "pass violation=")
         if not scale > 0:
             raise ValueError(f"scale must be > 0, got {scale!r}")

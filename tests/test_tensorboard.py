@@ -39,7 +39,7 @@ def test_a_train_run_and_a_search_run_share_score_best_and_the_record_line(tmp_p
         assert "score/best" in scalars, run
         assert scalars["score/best"][-1][1] == pytest.approx(best, rel=1e-6), run
         assert [v for _, v in scalars["score/record"]] == pytest.approx([record] * len(scalars["score/record"])), run
-        assert scalars["score/gap"][-1][1] == pytest.approx(record - best, rel=1e-5), run
+        assert scalars["score/gap"][-1][1] == pytest.approx(best - record, rel=1e-5), run  # Direction.gap
         assert "cost/evaluations" in scalars, run
     # search steps are evaluations (cost/evaluations = step); train steps are training steps
     assert all(step == v for step, v in scalars["cost/evaluations"])
@@ -54,7 +54,7 @@ def test_scalars_skip_missing_values_and_double_precision_keeps_float64(tmp_path
     w.close()
     got = read_scalars(tmp_path / "f32")
     assert got["score/best"][0][:2] == (3, pytest.approx(2.6359830849123, rel=1e-7))
-    assert got["score/gap"][0][1] == pytest.approx(2.6359830849 - 2.6359830849123, rel=1e-6)  # the digits kept
+    assert got["score/gap"][0][1] == pytest.approx(2.6359830849123 - 2.6359830849, rel=1e-6)  # the digits kept
     assert got["eval/a"][0][1] == 1.0 and "reward/mean" not in got and "perf/x" not in got
     assert _tensorboard_scalars(tmp_path / "f32")["score/best"][0][0] == 3  # the default form TensorBoard shows
     w = RunWriter(tmp_path / "f64", record=3.0, direction="min", double_precision=True)
@@ -62,7 +62,7 @@ def test_scalars_skip_missing_values_and_double_precision_keeps_float64(tmp_path
     w.close()
     got = read_scalars(tmp_path / "f64")
     assert got["score/best"][0][1] == 2.6359830849123  # exact: float32 would give 2.6359830
-    assert got["score/gap"][0][1] == 2.6359830849123 - 3.0  # minimised: best - record
+    assert got["score/gap"][0][1] == 2.6359830849123 - 3.0  # best - record whatever the direction
     assert _tensorboard_scalars(tmp_path / "f64")["score/best"] == [(1, 2.6359830849123)]
 
 

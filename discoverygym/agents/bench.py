@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from discoverygym.io import atomic_write_json, atomic_write_text
+from discoverygym.types import Direction
 
 __all__ = [
     "BENCH_ENVS",
@@ -94,7 +95,7 @@ def rank_test(reference: Sequence[float], other: Sequence[float], direction: str
         return None
     from scipy.stats import mannwhitneyu
 
-    alternative = "greater" if direction == "max" else "less"
+    alternative = "greater" if Direction(direction) is Direction.MAX else "less"
     tied = tie_scores([*reference, *other])
     return float(mannwhitneyu(tied[:len(reference)], tied[len(reference):], alternative=alternative).pvalue)
 
@@ -315,9 +316,10 @@ def run_one(env_id: str, config: str, seed: int, budget_s: float | None, *, trai
 def time_to_target(trace: Sequence[Sequence[float]], record: float, direction: str, share: float = 0.999) -> float | None:
     """Seconds until the trace first reached ``share`` of the record (``score ≥ share·record`` when
     maximised, ``score ≤ record/share`` when minimised), or ``None`` if it never did."""
-    target = share * record if direction == "max" else record / share
+    sense = Direction(direction)
+    target = share * record if sense is Direction.MAX else record / share
     for t, score in trace:
-        if (score >= target) if direction == "max" else (score <= target):
+        if score == target or sense.better(score, target):
             return float(t)
     return None
 
@@ -380,9 +382,8 @@ def summarize(results: Sequence[dict], problems: dict[str, Any]) -> list[dict]:
             times = [time_to_target(r["trace"], record, direction) for r in runs]
             reached = [t for t, r in zip(times, runs) if t is not None and (r.get("budget_s") is None or t <= r["budget_s"])]
             late = sum(score != float(r["best"]) for score, r in zip(scores, runs))
-            pick = max if direction == "max" else min
             rows.append({"env_id": env_id, "config": config, "n": len(scores), "mean": statistics.fmean(scores),
-                         "sd": statistics.stdev(scores) if len(scores) > 1 else 0.0, "best": pick(scores),
+                         "sd": statistics.stdev(scores) if len(scores) > 1 else 0.0, "best": Direction(direction).best(scores),
                          "t999": statistics.fmean(reached) if reached else None, "reached": len(reached),
                          "late": late, "wall_max": max(float(r.get("elapsed_s", r.get("wall_s", 0.0))) for r in runs),
                          "p_full": None if config == "full" else rank_test(full, scores, direction),

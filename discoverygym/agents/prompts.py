@@ -3,8 +3,7 @@
 One prompt builder serves every env: it only reads the attributes that construction problems
 (:class:`~discoverygym.envs.problem.Problem`) and program tasks
 (:class:`~discoverygym.envs.program.ProgramTask`) share: ``title``, ``prompt()`` (statement and
-program contract in our own words), ``direction``, ``sota``, ``entry`` and, for program tasks,
-``language``. A prompt holds, in order:
+program contract in our own words), ``direction``, ``sota``, ``entry`` and ``language``. A prompt holds, in order:
 
 1. the problem statement and the verifier contract (``problem.prompt()``);
 2. the start state: its score, the published record and the gap to it, and its program (or, for
@@ -45,7 +44,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from discoverygym.types import State
+from discoverygym.types import Direction, State
 
 __all__ = [
     "FORCE_ANSWER",
@@ -81,7 +80,7 @@ class ResponseError(ValueError):
 
 
 def _language(problem: Any) -> str:
-    return getattr(problem, "language", "python") or "python"
+    return problem.language
 
 
 def _fmt(value: float | None) -> str:
@@ -96,7 +95,7 @@ def _gap(problem: Any, score: float | None) -> str:
     if score is None or record is None or not math.isfinite(float(record)):
         return "unknown"
     diff = float(score) - float(record)
-    ahead = diff < 0 if problem.direction == "min" else diff > 0
+    ahead = Direction(problem.direction).better(float(score), float(record))
     if diff == 0:
         return "0 (equal to the record)"
     return f"{abs(diff):.6g} ({'better' if ahead else 'worse'} than the record)"
@@ -164,7 +163,7 @@ def build_prompt(problem: Any, parent: State, inspirations: Sequence[State] = ()
         Markdown text (statement, contract, states, record and gap, output tail, answer rules).
     """
     lang = _language(problem)
-    better = "lower" if problem.direction == "min" else "higher"
+    better = Direction(problem.direction).comparative
     sota = getattr(problem, "sota", None) or {}
     parts = [problem.prompt().rstrip(), _state_block(problem, parent, "Current state (improve this one)")]
     parts.append(

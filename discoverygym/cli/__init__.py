@@ -17,7 +17,6 @@ import json
 import math
 import sys
 from collections.abc import Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -33,43 +32,27 @@ from discoverygym.cli import report as report_cli
 from discoverygym.cli import search as search_cli
 from discoverygym.cli import train as agents_cli
 from discoverygym.cli.common import UsageError, load_construction, seed_value
-from discoverygym.envs.registry import ENVS, PROGRAM_TASKS, make_task, option_names
+from discoverygym.envs.problem import example_file
+from discoverygym.envs.registry import ENVS, PROGRAM_TASKS, get_problem, make_task, option_names
 from discoverygym.errors import BackendUnavailable
 from discoverygym.sandbox.python import SandboxLimits
-from discoverygym.types import State
+from discoverygym.types import Direction, State
 
 DEFAULT_ENV = "CirclePacking-26-v0"
 
-#: env id -> bundled example program (``discoverygym/examples/``).
-EXAMPLES = {
-    "CirclePacking-26-v0": "circle_packing.py",
-    "CirclePacking-32-v0": "circle_packing.py",
-    "ErdosMinOverlap-v0": "erdos_min_overlap.py",
-    "FirstAutocorrelation-v0": "first_autocorrelation.py",
-    "ScRNADenoising-v0": "denoise_diffusion.py",
-    "AHC039-v0": "ahc039.cpp",
-    "AHC058-v0": "ahc058.cpp",
-    "QubitRouting-v0": "qubit_routing_sabre.py",
-    "LassoPath-v0": "lasso_glmnet.cpp",
-    **{f"TriMul-{gpu}-v0": "trimul_pytorch.py" for gpu in ("H100", "A100", "H200", "B200", "MI300X")},
-    **{f"MLADecode-{gpu}-v0": "mla_pytorch.py" for gpu in ("H200", "MI300X")},
-    **{f"KernelBench-L1-{op.title()}-{gpu}-v0": f"kernelbench_{op}.py" for op in ("cumsum", "matmul")
-       for gpu in ("H100", "H200")},
-    **{f"ScalingLaw-{name}-v0": f"scaling_law_{key}.py" for name, key in (
-        ("DataConstrained", "data_constrained"), ("LrBsz", "lr_bsz"), ("DomainMixture", "domain_mixture"),
-        ("Rectified", "rectified"), ("Vocab", "vocab"), ("MoE", "moe"))},
-}
-
-
 def example_path(env_id: str) -> Path:
-    """Path of the bundled example program for ``env_id``.
+    """Path of the bundled example program for ``env_id`` (its problem's ``example``).
 
     Raises:
-        UsageError: no example is bundled for this env.
+        UsageError: unknown env, or no example is bundled for this env.
     """
-    if env_id not in EXAMPLES:
-        raise UsageError(f"no bundled example for {env_id}; give a FILE (examples exist for {', '.join(EXAMPLES)})")
-    return Path(str(resources.files("discoverygym") / "examples" / EXAMPLES[env_id]))
+    try:
+        path = example_file(get_problem(env_id))
+    except ValueError:
+        raise UsageError(f"unknown env {env_id!r}; run `discoverygym list`") from None
+    if path is None:
+        raise UsageError(f"no bundled example for {env_id}; give a FILE")
+    return path
 
 
 def evaluate(env_id: str, path: Path, timeout_s: float | None, seed: int = 0, **task_options: Any) -> State:
@@ -174,7 +157,7 @@ def _list_table(rows: list[dict], width: int) -> Table:
         table.add_column("action")
     table.add_column("source", ratio=1 if compact else None)
     for r in rows:
-        better = {"min": "lower", "max": "higher"}.get(r["direction"], "")
+        better = Direction(r["direction"]).comparative if r["direction"] else ""
         record, quantity, source = r["record"], r["quantity"], r["source"]
         if compact:
             record = f"{record:.7g}" if isinstance(record, float) else record

@@ -39,6 +39,7 @@ from rich.console import Console
 from rich.table import Table
 
 from discoverygym.agents.bench import best_within, rank_test, run_one  # the benchmark's code
+from discoverygym.types import Direction
 
 __all__ = ["ALPHA", "default_study_dir", "rank_test", "study"]
 
@@ -65,10 +66,6 @@ def default_study_dir(env_id: str, parent: Path = Path("runs"), now: float | Non
 def _min_p(n: int, m: int) -> float:
     """The smallest one-sided p-value an exact Mann–Whitney U test of ``n`` vs ``m`` samples can give."""
     return 1.0 / math.comb(n + m, n)
-
-
-def _better(a: float, b: float, direction: str) -> bool:
-    return a > b if direction == "max" else a < b
 
 
 def _fmt(v: float | None, digits: int = 10) -> str:
@@ -196,7 +193,7 @@ def study(args: argparse.Namespace, console: Console, names: list[str], override
     if args.json:
         print(json.dumps(summary))
         return 0
-    better = "higher" if problem.direction == "max" else "lower"
+    better = Direction(problem.direction).comparative
     from rich import box
 
     table = Table(title=f"{problem.title}: best {problem.quantity} over {args.seeds} seed(s) ({better} is better; "
@@ -212,7 +209,7 @@ def study(args: argparse.Namespace, console: Console, names: list[str], override
     console.print(table)
     for line in verdicts:
         console.print(line, highlight=False, soft_wrap=True)
-    console.print(f"p: one-sided Mann–Whitney U, H1 = {names[0]} {'higher' if problem.direction == 'max' else 'lower'}"
+    console.print(f"p: one-sided Mann–Whitney U, H1 = {names[0]} {Direction(problem.direction).comparative}"
                   f" than the config; verdicts at α = {ALPHA}", highlight=False, soft_wrap=True)
     console.print(f"plot: {plot}; per-run results: {root / 'results.csv'}; TensorBoard: tensorboard --logdir {root}",
                   highlight=False, soft_wrap=True)
@@ -233,7 +230,7 @@ def _rows(names: list[str], runs: list[dict], direction: str) -> list[dict]:
         starts = [r["start_score"] for r in by[n] if r["start_score"] is not None]
         best = None
         for b in valid:
-            if best is None or _better(b, best, direction):
+            if best is None or Direction(direction).better(b, best):
                 best = b
         rows.append({
             "config": n, "bests": bests, "n": len(valid),
@@ -257,7 +254,7 @@ def _verdicts(rows: list[dict], direction: str) -> list[str]:
         if p is None or ref["mean"] is None or r["mean"] is None:
             lines.append(f"verdict: {ref['config']} vs {r['config']}: no valid runs to compare")
             continue
-        ahead = _better(ref["mean"], r["mean"], direction)
+        ahead = Direction(direction).better(ref["mean"], r["mean"])
         if p < ALPHA:
             lines.append(f"verdict: {ref['config']} beats {r['config']} (p = {p:.3g} < {ALPHA}, "
                          f"{ref['n']} vs {r['n']} seeds)")
@@ -326,7 +323,7 @@ def _plot(names: list[str], runs: list[dict], problem: Any, seeds: int, path: Pa
         if lo_all - 2 * span <= record <= hi_all + 2 * span:
             ax.axhline(record, color="k", ls="--", lw=1, label=f"record {record:.8g}")
     ax.set_xlabel("evaluations (candidates judged per run)")
-    better = "higher" if problem.direction == "max" else "lower"
+    better = Direction(problem.direction).comparative
     ax.set_ylabel(f"best {problem.quantity} ({better} is better)")
     ax.set_title(f"{problem.title}: best so far vs evaluations, {seeds} seed(s); shaded: min–max over seeds"
                  + ("" if record is None else f"\nrecord {record:.10g}"), fontsize=10)

@@ -43,7 +43,7 @@ from discoverygym.search.config import SearchConfig, check_env_id
 from discoverygym.search.evolution import EvolutionarySearch, SearchResult
 from discoverygym.search.runlog import RunLog
 from discoverygym.search.selectors import SELECTORS
-from discoverygym.types import State
+from discoverygym.types import Direction, State
 
 __all__ = ["add_parser", "main", "run"]
 
@@ -415,7 +415,8 @@ class _Display:
 def _record_line(problem: Any, best: State | None) -> str:
     """``published record V (source); gap to record ±G (higher/lower is better)`` for a search summary.
 
-    The gap is ``best - record`` (as ``train`` reports it); it is left out when there is no valid
+    The gap is ``best - record`` (:meth:`Direction.gap <discoverygym.types.Direction.gap>`, as ``train``
+    reports it); it is left out when there is no valid
     best, no finite record, or the best is a CPU-timing proxy score (not comparable with a GPU record).
     """
     sota = getattr(problem, "sota", None) or {}
@@ -426,8 +427,8 @@ def _record_line(problem: Any, best: State | None) -> str:
     if proxy:
         return text + f"; best is a {str(proxy).upper()} proxy score, not comparable with it"
     if finite and best is not None and best.valid and best.score is not None:
-        better = "lower" if getattr(problem, "direction", "max") == "min" else "higher"
-        text += f"; gap to record {best.score - record:+.3e} ({better} is better)"
+        sense = Direction(getattr(problem, "direction", "max"))
+        text += f"; gap to record {sense.gap(best.score, record):+.3e} ({sense.comparative} is better)"
     return text
 
 

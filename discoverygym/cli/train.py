@@ -34,6 +34,7 @@ from discoverygym.cli.common import (
 )
 from discoverygym.errors import BackendUnavailable
 from discoverygym.io import file_in_the_way
+from discoverygym.types import Direction
 
 __all__ = ["add_parsers", "main", "run"]
 
@@ -364,7 +365,8 @@ def _train(args: argparse.Namespace, console: Console) -> int:
     problem = trainer.problem
     record = problem.sota.get("value")
     has_record = isinstance(record, (int, float)) and math.isfinite(record)
-    better = (lambda a, b: a < b) if problem.direction == "min" else (lambda a, b: a > b)
+    sense = Direction(problem.direction)
+    better = sense.better
     best = result.best.score if result.best.valid else None
     start = result.initial.score
     # a CPU-timing proxy score (kernel envs with device="cpu") is never compared with a GPU record
@@ -374,7 +376,7 @@ def _train(args: argparse.Namespace, console: Console) -> int:
         "env_id": config.env_id, "config": config.name, "policy": config.policy, "steps": result.steps,
         "elapsed_s": result.elapsed_s, "initial_score": start, "best_score": best, "record": record,
         "record_source": problem.sota.get("source"),
-        "gap_to_record": best - record if best is not None and has_record and not proxy else None,
+        "gap_to_record": sense.gap(best, record) if best is not None and has_record and not proxy else None,
         # the registered record is rounded: only an improvement over the start can beat it
         "beats_record": bool(has_record and best is not None and better(best, record) and improved and not proxy),
         "proxy": proxy,

@@ -24,7 +24,7 @@ import gymnasium as gym
 import numpy as np
 
 from discoverygym.protocols import ProblemProtocol
-from discoverygym.types import State
+from discoverygym.types import Direction, State
 
 ObsType = TypeVar("ObsType")
 ActType = TypeVar("ActType")
@@ -51,7 +51,7 @@ def reward_of(direction: str, reward_scale: float, score: float) -> float:
     Raises:
         ValueError: a minimised score that is not positive (no valid candidate has one).
     """
-    if direction == "max":
+    if Direction(direction) is Direction.MAX:
         return float(score)
     if not score > 0:
         raise ValueError(f"minimised score must be positive, got {score!r}")
@@ -60,7 +60,7 @@ def reward_of(direction: str, reward_scale: float, score: float) -> float:
 
 def problem_header(problem: ProblemProtocol) -> str:
     """The first part of every prompt: title, statement, what is scored and the published record."""
-    better = "lower" if problem.direction == "min" else "higher"
+    better = Direction(problem.direction).comparative
     value = problem.sota["value"]
     if value is None or (isinstance(value, float) and value != value):  # noqa: PLR0124 - NaN test
         record = f"none for this configuration ({problem.sota['source']})"
@@ -138,7 +138,7 @@ class CandidateEnv(gym.Env[ObsType, ActType], ABC):
         """
         if self.action_kind != "code":
             return None
-        return str(getattr(self.problem, "language", "python"))
+        return str(self.problem.language)
 
     @property
     def program_entry(self) -> str | None:

@@ -135,7 +135,7 @@ class KernelTask(ProgramTask):
     nondeterministic: ClassVar[bool] = True
     problem_key: ClassVar[str]
     records: ClassVar[dict[str, dict]]
-    example_file: ClassVar[str]
+    example: ClassVar[str]
     tolerance: ClassVar[tuple[float, float]]
     #: correctness and timed cases at full size (GPU) and at CPU scale (:mod:`~discoverygym.rewards.kernels.specs`).
     tests: ClassVar[tuple]
@@ -239,8 +239,8 @@ class KernelTask(ProgramTask):
 
     # ------------------------------------------------------------------ program API
     def initial_program(self) -> str:
-        """The PyTorch baseline candidate (``discoverygym/examples/<example_file>``)."""
-        return (_EXAMPLES / self.example_file).read_text()
+        """The PyTorch baseline candidate (``discoverygym/examples/<example>``)."""
+        return (_EXAMPLES / self.example).read_text()
 
     def _stage(self, source: str, stage: str, cases: tuple, seed: int, workdir: str,
                timing: dict | None = None) -> dict:
@@ -480,7 +480,7 @@ class TriMulTask(KernelTask):
     quantity: ClassVar[str] = "geometric-mean runtime over 7 timed cases (μs)"
     problem_key: ClassVar[str] = "trimul"
     records: ClassVar[dict] = specs.TRIMUL_RECORDS
-    example_file: ClassVar[str] = "trimul_pytorch.py"
+    example: ClassVar[str] = "trimul_pytorch.py"
     tolerance: ClassVar[tuple] = specs.TRIMUL_TOLERANCE
     description: ClassVar[str] = """\
 Implement the outgoing triangle multiplicative update of AlphaFold-style pair models as fast as
@@ -529,7 +529,7 @@ class MLADecodeTask(KernelTask):
     )
     problem_key: ClassVar[str] = "mla"
     records: ClassVar[dict] = specs.MLA_RECORDS
-    example_file: ClassVar[str] = "mla_pytorch.py"
+    example: ClassVar[str] = "mla_pytorch.py"
     tolerance: ClassVar[tuple] = specs.MLA_TOLERANCE
     description: ClassVar[str] = """\
 Implement one decoding step of multi-head latent attention (DeepSeek-V3 sizes, heads split to fit
@@ -612,7 +612,7 @@ class CumsumTask(KernelBenchTask):
     name: ClassVar[str] = "kernelbench_cumsum"
     title: ClassVar[str] = "KernelBench level 1 #89: cumsum GPU kernel"
     problem_key: ClassVar[str] = "cumsum"
-    example_file: ClassVar[str] = "kernelbench_cumsum.py"
+    example: ClassVar[str] = "kernelbench_cumsum.py"
     tests: ClassVar[tuple] = specs.CUMSUM_TESTS
     benchmarks: ClassVar[tuple] = specs.CUMSUM_BENCHMARKS
     cpu_tests: ClassVar[tuple] = specs.CUMSUM_CPU_TESTS
@@ -638,7 +638,7 @@ class MatmulTask(KernelBenchTask):
     name: ClassVar[str] = "kernelbench_matmul"
     title: ClassVar[str] = "KernelBench level 1 #9: tall skinny matmul GPU kernel"
     problem_key: ClassVar[str] = "matmul"
-    example_file: ClassVar[str] = "kernelbench_matmul.py"
+    example: ClassVar[str] = "kernelbench_matmul.py"
     tests: ClassVar[tuple] = specs.MATMUL_TESTS
     benchmarks: ClassVar[tuple] = specs.MATMUL_BENCHMARKS
     cpu_tests: ClassVar[tuple] = specs.MATMUL_CPU_TESTS

@@ -178,6 +178,7 @@ class LassoPathTask(ProgramTask):
     quantity = "geometric-mean solve time over the problems (ms)"
     direction = "min"
     language = "cpp"
+    example = "lasso_glmnet.cpp"
     entry = "main"
     failure_reward = 0.0
     reward_scale = 1.0
@@ -233,7 +234,7 @@ class LassoPathTask(ProgramTask):
 
     def initial_program(self) -> str:
         """The bundled glmnet port (``discoverygym/examples/lasso_glmnet.cpp``)."""
-        return (resources.files("discoverygym") / "examples" / "lasso_glmnet.cpp").read_text()
+        return (resources.files("discoverygym") / "examples" / self.example).read_text()
 
     def flags(self, include: str) -> tuple[str, ...]:
         """g++ flags: ``-std=gnu++17 -O3 -march=native -DNDEBUG -I<include>`` (+ ``-fopenmp``)."""

@@ -18,11 +18,12 @@ from discoverygym.envs.problem import Problem
 from discoverygym.envs.render import circles, integer_set, sign_matrix, step_function
 from discoverygym.rewards.autocorrelation import (
     first_autocorrelation,
+    nonnegative_violation,
     second_autocorrelation,
     third_autocorrelation,
 )
-from discoverygym.rewards.circle_packing import circle_packing
-from discoverygym.rewards.erdos import erdos_min_overlap
+from discoverygym.rewards.circle_packing import circle_packing, circle_violation
+from discoverygym.rewards.erdos import erdos_min_overlap, step_height_violation
 from discoverygym.rewards.hadamard import hadamard_determinant
 from discoverygym.rewards.sum_difference import sum_difference
 
@@ -88,6 +89,9 @@ ERDOS = Problem(
     render=step_function,
     polish=erdos_smooth_max,
     operators=ERDOS_OPERATORS,
+    bounds=(0.0, 1.0),  # heights (rescaled by the verifier, which needs [0, 1] after)
+    violation=step_height_violation,
+    example="erdos_min_overlap.py",
 )
 
 AC1 = Problem(
@@ -109,6 +113,9 @@ AC1 = Problem(
     render=step_function,
     polish=ac1_smooth_max,
     operators=AC1_OPERATORS,
+    bounds=(0.0, 1.0),  # nonnegative, scale invariant
+    violation=nonnegative_violation,
+    example="first_autocorrelation.py",
 )
 
 AC2 = Problem(
@@ -130,6 +137,8 @@ AC2 = Problem(
     returns=_STEP_RETURNS,
     render=step_function,
     operators=AC2_OPERATORS,
+    bounds=(0.0, 1.0),  # nonnegative, scale invariant
+    violation=nonnegative_violation,
 )
 
 AC3 = Problem(
@@ -149,6 +158,7 @@ AC3 = Problem(
     returns=_STEP_RETURNS,
     render=step_function,
     operators=AC3_OPERATORS,
+    bounds=(-1.0, 1.0),
 )
 
 
@@ -173,6 +183,9 @@ def circle_packing_problem(n: int, record: float, source: str, best_human: float
         failure_reward=-1.0,  # Σr = 0 is a valid (if useless) packing with reward 0
         polish=slsqp_circles,
         operators=CIRCLE_OPERATORS,
+        bounds=(0.0, 1.0),  # x, y in the unit square; r <= 0.5
+        violation=circle_violation,
+        example="circle_packing.py",
     )
 
 
@@ -215,6 +228,7 @@ HADAMARD_29 = Problem(
     returns="a 29 x 29 nested list or array of +1/-1",
     render=sign_matrix,
     failure_reward=-1.0,  # a singular matrix is valid with score (and reward) 0
+    bounds=(-1.0, 1.0),
 )
 
 #: env id -> problem, in the order ``discoverygym list`` prints them.

@@ -10,14 +10,15 @@ A polisher maps a proposed construction to a locally improved one: ``polish(x, *
 learner: the policy's log-probabilities are those of the move, and REINFORCE stays unbiased.
 The env verifies the polished construction like any other; nothing here is trusted.
 
-Named polishers (:data:`POLISHERS`, for ``polish=NAME``; ``polish="auto"`` takes the problem's own):
+The polishers defined here (``polish="auto"`` takes the problem's own; ``polish=NAME`` one of them
+by its function name, whatever the problem):
 
-* ``circle_packing`` — :func:`slsqp_circles`: SLSQP maximising Σr subject to containment and
+* circle packing — :func:`slsqp_circles`: SLSQP maximising Σr subject to containment and
   non-overlap (analytic Jacobians), then radii shrunk until every constraint holds exactly
   (the "plain SLSQP" local step of the issue's baseline).
-* ``erdos_min_overlap`` — :func:`erdos_smooth_max`: projected Adam on a log-sum-exp smoothed
+* Erdős minimum overlap — :func:`erdos_smooth_max`: projected Adam on a log-sum-exp smoothed
   ``max_k (h ⋆ (1 − h))_k · 2/n`` over ``{0 ≤ h ≤ 1, Σh = n/2}``.
-* ``first_autocorrelation`` — :func:`ac1_smooth_max`: projected Adam on a log-sum-exp smoothed
+* first autocorrelation (AC1) — :func:`ac1_smooth_max`: projected Adam on a log-sum-exp smoothed
   ``2n max(f * f) / (Σf)²`` over ``f ≥ 0``.
 
 All three return their input unchanged when the polished point is not better on the exact
@@ -31,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["POLISHERS", "ac1_smooth_max", "erdos_smooth_max", "get_polisher", "project_box_sum", "slsqp_circles"]
+__all__ = ["ac1_smooth_max", "erdos_smooth_max", "get_polisher", "project_box_sum", "slsqp_circles"]
 
 
 # ----------------------------------------------------------------------------- circle packing
@@ -225,12 +226,9 @@ def ac1_smooth_max(f: Any, steps: int = 30, lr: float = 1e-2, temp: float = 200.
     return _adam_smooth_max(x0, value, lambda v: torch.clamp(v, min=0.0), steps, lr, temp)
 
 
-#: polisher name -> polisher (``polish=NAME``); each problem declares its own in ``Problem.polish``.
-POLISHERS: dict[str, Callable[..., np.ndarray]] = {
-    "circle_packing": slsqp_circles,
-    "erdos_min_overlap": erdos_smooth_max,
-    "first_autocorrelation": ac1_smooth_max,
-}
+#: the polishers of this module (``polish=NAME`` names one by its function name); which problem uses
+#: which is the problem's fact, ``Problem.polish``.
+_POLISHERS: tuple[Callable[..., np.ndarray], ...] = (slsqp_circles, erdos_smooth_max, ac1_smooth_max)
 
 
 def get_polisher(name: str | None, problem: Any = None) -> Callable[..., np.ndarray] | None:
@@ -238,7 +236,8 @@ def get_polisher(name: str | None, problem: Any = None) -> Callable[..., np.ndar
 
     Args:
         name: ``None``/``"none"`` (no polish), ``"auto"`` (``problem.polish``, the problem's
-            declared local optimiser, or none), or a key of :data:`POLISHERS`.
+            declared local optimiser, or none), or the function name of a polisher of this module
+            (``"slsqp_circles"``, ``"erdos_smooth_max"``, ``"ac1_smooth_max"``).
         problem: the problem (a :class:`~discoverygym.envs.problem.Problem`) for ``"auto"``.
 
     Returns:
@@ -251,6 +250,7 @@ def get_polisher(name: str | None, problem: Any = None) -> Callable[..., np.ndar
         return None
     if name == "auto":
         return problem.polish if problem is not None else None
-    if name not in POLISHERS:
-        raise ValueError(f"unknown polish {name!r}; known: none, auto, {', '.join(POLISHERS)}")
-    return POLISHERS[name]
+    for polisher in _POLISHERS:
+        if polisher.__name__ == name:
+            return polisher
+    raise ValueError(f"unknown polish {name!r}; known: none, auto, {', '.join(p.__name__ for p in _POLISHERS)}")

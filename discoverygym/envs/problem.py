@@ -9,12 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from importlib import resources
+from pathlib import Path
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from discoverygym.envs.core import problem_header, reward_of
 from discoverygym.rewards.common import Score
+from discoverygym.types import Direction
+
+__all__ = ["PROGRAM_CONTRACT", "Direction", "Problem", "example_file"]
 
 PROGRAM_CONTRACT = """\
 Write a Python program that defines
@@ -39,7 +44,8 @@ class Problem:
         name: short identifier, e.g. ``"erdos_min_overlap"``.
         title: human title for prompts, ``list`` and renders.
         quantity: what ``score`` measures, e.g. ``"C5 (upper bound)"``.
-        direction: ``"min"`` or ``"max"``: whether a lower or higher score is better.
+        direction: :class:`~discoverygym.types.Direction` (``"min"`` or ``"max"`` accepted): whether a
+            lower or higher score is better; compare scores with its methods (``better``, ``best``, ``gap``).
         verifier: ``construction -> Score``; raises ``InvalidSolution`` (rewards/).
         initial: ``np.random.Generator -> construction`` (plain lists), the papers' initial state.
         description: the problem statement for prompts, in our own words.
@@ -55,12 +61,22 @@ class Problem:
             policies apply it with ``polish="auto"``.
         operators: the problem's search moves (:mod:`~discoverygym.envs.operators`), the choices of
             the ``operators`` policy; empty when the problem declares none.
+        bounds: ``(low, high)`` of every construction entry, the default range of fixed-shape ``Box``
+            spaces (:class:`~discoverygym.wrappers.FixedShapeConstruction`); ``None`` when unbounded.
+        violation: ``construction -> v >= 0``, how far an invalid construction is from valid (0 = no
+            measured violation; ``inf`` when not even of the right shape), the grade of
+            :class:`~discoverygym.wrappers.DenseFailureReward`; ``None`` when the problem has none.
+        example: file name of the bundled example program in ``discoverygym/examples/``
+            (:func:`example_file`; ``discoverygym evaluate ID`` without a FILE), or ``None``.
+        language: ``"python"``: programs of a construction problem (``action_mode="code"``) are Python.
     """
+
+    language: ClassVar[Literal["python"]] = "python"
 
     name: str
     title: str
     quantity: str
-    direction: Literal["min", "max"]
+    direction: Direction
     verifier: Callable[[Any], Score]
     initial: Callable[[np.random.Generator], Any]
     description: str
@@ -73,6 +89,12 @@ class Problem:
     entry: str = "construct"
     polish: Callable[..., np.ndarray] | None = None
     operators: tuple[Any, ...] = ()
+    bounds: tuple[float, float] | None = None
+    violation: Callable[[Any], float] | None = None
+    example: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "direction", Direction(self.direction))  # "min"/"max" accepted
 
     def reward(self, score: float) -> float:
         """Reward of a valid score: ``score`` when maximised, ``reward_scale / score`` when minimised.
@@ -87,3 +109,9 @@ class Problem:
         parent_desc = "1-D array" if self.row_len is None else f"2-D array with rows of {self.row_len}"
         contract = PROGRAM_CONTRACT.format(entry=self.entry, parent_desc=parent_desc, returns=self.returns)
         return f"{problem_header(self)}\n\n{contract}\n"
+
+
+def example_file(problem: Any) -> Path | None:
+    """Path of ``problem.example`` (a :class:`Problem` or a program task) in ``discoverygym/examples/``, or ``None``."""
+    name = getattr(problem, "example", None)
+    return Path(str(resources.files("discoverygym") / "examples" / name)) if name else None

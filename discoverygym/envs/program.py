@@ -45,7 +45,7 @@ from discoverygym.envs.render import bars
 from discoverygym.envs.spaces import UnicodeText
 from discoverygym.errors import BackendUnavailable, InvalidSolution
 from discoverygym.rewards.common import Score
-from discoverygym.types import State
+from discoverygym.types import Direction, State
 
 __all__ = ["INITIAL_CACHE_SIZE", "MAX_PROGRAM", "ProgramEnv", "ProgramTask", "unscored_reason"]
 
@@ -73,15 +73,18 @@ class ProgramTask(ABC):
         name: short identifier, e.g. ``"ahc039"``.
         title: human title for prompts, ``list`` and renders.
         quantity: what ``score`` measures and its unit, e.g. ``"geometric-mean runtime (μs)"``.
-        direction: ``"min"`` or ``"max"``.
+        direction: :class:`~discoverygym.types.Direction` (a subclass may write ``"min"`` / ``"max"``:
+            it is converted when the subclass is defined).
         language: ``"python"`` or ``"cpp"``: the language of the action program.
+        example: file name of the bundled example program in ``discoverygym/examples/``
+            (``discoverygym evaluate ID`` without a FILE), or ``None``.
         entry: the function the program must define (``"custom_kernel"``, ``"denoise"``; ``"main"``
             for C++ programs reading stdin).
         description: the problem statement for prompts, in our own words.
         contract: what the program must define/read/print, and the limits it runs under.
         sota: best published value: ``{"value": float, "source": str}`` plus optional extras.
         failure_reward: reward of an invalid candidate; strictly below every valid reward.
-        reward_scale: for ``direction == "min"`` reward = reward_scale / score.
+        reward_scale: for a minimised score (``Direction.MIN``) reward = reward_scale / score.
         evaluate_initial: whether ``reset()`` scores the initial program (False when scoring needs
             hardware that may be absent, e.g. a GPU; the initial state then has ``score=None``).
         nondeterministic: scores are measurements (timings) that vary between runs.
@@ -93,8 +96,9 @@ class ProgramTask(ABC):
     name: ClassVar[str]
     title: ClassVar[str]
     quantity: ClassVar[str]
-    direction: ClassVar[Literal["min", "max"]] = "max"
+    direction: ClassVar[Direction] = Direction.MAX
     language: ClassVar[Literal["python", "cpp"]] = "python"
+    example: ClassVar[str | None] = None
     entry: ClassVar[str] = "main"
     description: ClassVar[str] = ""
     contract: ClassVar[str] = ""
@@ -104,6 +108,10 @@ class ProgramTask(ABC):
     nondeterministic: ClassVar[bool] = False
     thread_safe: ClassVar[bool] = False
     row_len: ClassVar[None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.direction = Direction(cls.direction)  # a subclass may write "min" / "max"
 
     @property
     def sota(self) -> dict:
@@ -422,6 +430,5 @@ class ProgramEnv(CandidateEnv[dict, str]):
         prompt = self.task.prompt() + f"\nCurrent program's score: {score!r}\n"
         if self.state.code:
             prompt += f"\nCurrent program:\n```{self.task.language}\n{self.state.code}\n```\n"
-        worst = np.inf if self.task.direction == "min" else -np.inf
-        value = worst if score is None else score
+        value = Direction(self.task.direction).worst if score is None else score
         return {"prompt": prompt, "score": np.array([value], dtype=np.float64)}

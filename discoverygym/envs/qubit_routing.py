@@ -62,6 +62,7 @@ class QubitRoutingTask(ProgramTask):
     quantity = "weighted added CNOTs saved against the reference routing (one SWAP = 3 CNOTs)"
     direction = "max"
     language = "python"
+    example = "qubit_routing_sabre.py"
     entry = "route"
     failure_reward = -1e9
     description = (
@@ -138,7 +139,7 @@ class QubitRoutingTask(ProgramTask):
 
     def initial_program(self) -> str:
         """Our Python SABRE (``discoverygym/examples/qubit_routing_sabre.py``)."""
-        return (resources.files("discoverygym") / "examples" / "qubit_routing_sabre.py").read_text()
+        return (resources.files("discoverygym") / "examples" / self.example).read_text()
 
     def evaluate(self, source: str, *, seed: int) -> Score:
         """Run ``route`` on each case in the sandbox, replay and score it.

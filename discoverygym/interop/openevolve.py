@@ -32,17 +32,17 @@ from __future__ import annotations
 
 import json
 import threading
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 
+from discoverygym.envs.problem import example_file
 from discoverygym.envs.registry import ENVS, PROGRAM_TASKS, problem_of
 from discoverygym.types import State
 
 __all__ = [
-    "DEFAULT_API_BASE", "DEFAULT_MODEL", "EXAMPLE_PROGRAMS", "FAILURE_KEYS", "evaluate_program_file",
+    "DEFAULT_API_BASE", "DEFAULT_MODEL", "FAILURE_KEYS", "evaluate_program_file",
     "export_openevolve", "initial_program", "judge", "metrics_of", "with_evolve_markers",
 ]
 
@@ -52,14 +52,6 @@ DEFAULT_API_BASE = "http://localhost:8000/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
 #: metric keys present only in a failure result.
 FAILURE_KEYS = ("error",)
-#: construction env id -> bundled example program (``discoverygym/examples/``) used as the initial
-#: program; the other construction envs start from a program that returns ``parent`` unchanged.
-EXAMPLE_PROGRAMS = {
-    "CirclePacking-26-v0": "circle_packing.py",
-    "CirclePacking-32-v0": "circle_packing.py",
-    "ErdosMinOverlap-v0": "erdos_min_overlap.py",
-    "FirstAutocorrelation-v0": "first_autocorrelation.py",
-}
 
 _COMMENT = {"python": "#", "cpp": "//"}
 _SUFFIX = {"python": ".py", "cpp": ".cpp"}
@@ -84,7 +76,7 @@ def initial_program(env_id: str, **options: Any) -> tuple[str, str]:
     """The program OpenEvolve starts from, and its language.
 
     Program envs (kernels, AtCoder, denoising) start from their task's initial program; construction
-    envs from the bundled example (:data:`EXAMPLE_PROGRAMS`) or, without one, a program returning
+    envs from the problem's bundled example (``Problem.example``) or, without one, a program returning
     ``parent`` (the env's initial construction, which the evaluator passes in).
 
     Args:
@@ -101,10 +93,10 @@ def initial_program(env_id: str, **options: Any) -> tuple[str, str]:
     problem = problem_of(env_id, "code", **options)
     if env_id in PROGRAM_TASKS:
         return problem.initial_program(), problem.language
-    if env_id in EXAMPLE_PROGRAMS:
-        path = resources.files("discoverygym") / "examples" / EXAMPLE_PROGRAMS[env_id]
-        return path.read_text(), "python"
-    return _PARENT_PROGRAM.format(env_id=env_id, entry=problem.entry, returns=problem.returns), "python"
+    example = example_file(problem)
+    if example is not None:
+        return example.read_text(), problem.language
+    return _PARENT_PROGRAM.format(env_id=env_id, entry=problem.entry, returns=problem.returns), problem.language
 
 
 def with_evolve_markers(source: str, language: str = "python") -> str:

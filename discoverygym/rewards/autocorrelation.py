@@ -23,6 +23,7 @@ rather than silently clamped to 0, and values above 1000 are not clamped.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -149,3 +150,15 @@ def third_autocorrelation(f: Any, method: str = "auto") -> Score:
     integral_sq = (float(np.sum(arr)) * dx) ** 2
     peak, _, stats = max_abs_convolution(arr, arr, signed=True, method=method)
     return Score(peak * dx / integral_sq, {"n": n, **stats})
+
+
+def nonnegative_violation(a: Any) -> float:
+    """How far a nonnegative step function (AC1, AC2) is from valid: the mean negative part.
+
+    ``inf`` for a non-finite or non-1-D input. The graded violation of AC1 and AC2
+    (:attr:`Problem.violation <discoverygym.envs.problem.Problem>`).
+    """
+    arr = np.asarray(a, dtype=np.float64)
+    if arr.ndim != 1 or not arr.size or not np.isfinite(arr).all():
+        return math.inf
+    return float(np.maximum(0, -arr).mean())

@@ -9,6 +9,7 @@ Score = Σ r, from the returned radii.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ DEFAULT_TOL = 1e-12
 MAX_CIRCLES = 2000
 
 
-def _slacks(xyr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def slacks(xyr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per-circle distance outside the square and per-pair overlap, both <= 0 when satisfied.
 
     Returns:
@@ -34,6 +35,20 @@ def _slacks(xyr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nda
     i, j = np.triu_indices(len(xyr), k=1)
     overlap = (r[i] + r[j]) - np.hypot(x[i] - x[j], y[i] - y[j])
     return outside, i, j, overlap
+
+
+def circle_violation(circles: Any) -> float:
+    """How far a packing is from valid, from the verifier's own :func:`slacks` (0 when it holds with no slack).
+
+    ``Σ_k max(0, outside_k) + Σ_k max(0, −r_k) + Σ_pairs max(0, overlap_p)``, in units of the
+    square's side; ``inf`` for a construction that is not a finite ``(n, 3)`` array. The graded
+    violation of :attr:`Problem.violation <discoverygym.envs.problem.Problem>` for circle packing.
+    """
+    xyr = np.asarray(circles, dtype=np.float64)
+    if xyr.ndim != 2 or xyr.shape[1] != 3 or not np.isfinite(xyr).all():
+        return math.inf
+    outside, _, _, overlap = slacks(xyr)
+    return float(np.maximum(0.0, outside).sum() + np.maximum(0.0, -xyr[:, 2]).sum() + np.maximum(0.0, overlap).sum())
 
 
 def circle_packing(circles: Any, n: int | None = None, tol: float = DEFAULT_TOL) -> Score:
@@ -60,7 +75,7 @@ def circle_packing(circles: Any, n: int | None = None, tol: float = DEFAULT_TOL)
     if len(xyr) > MAX_CIRCLES:
         raise InvalidSolution(f"{len(xyr)} circles is more than the limit of {MAX_CIRCLES}")
     require_range(xyr[:, 2], "r", 0.0, None)
-    outside, i, j, overlap = _slacks(xyr)
+    outside, i, j, overlap = slacks(xyr)
     bad = np.flatnonzero(outside > tol)
     if bad.size:
         k = int(bad[0])

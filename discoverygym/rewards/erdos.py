@@ -11,6 +11,7 @@ computed from the construction itself (TTT-Discover and TES accepted a self-repo
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -55,3 +56,18 @@ def erdos_min_overlap(h: Any, max_pieces: int | None = None, method: str = "auto
     # correlate(h, 1 - h, "full") == convolve(h, reversed(1 - h)); all terms are >= 0.
     peak, _, stats = max_abs_convolution(arr, (1.0 - arr)[::-1].copy(), signed=False, method=method)
     return Score(peak * 2.0 / n, {"n": n, "rescale": rescale, "method": stats["method"]})
+
+
+def step_height_violation(h: Any) -> float:
+    """How far step heights are from valid: mean distance of the rescaled heights (``Σh = n/2``) from ``[0, 1]``.
+
+    ``1 + mean(|h|)`` when ``Σh ≤ 0`` (no rescale exists); ``inf`` for a non-finite or non-1-D input.
+    The graded violation of the Erdős problem (:attr:`Problem.violation <discoverygym.envs.problem.Problem>`).
+    """
+    arr = np.asarray(h, dtype=np.float64)
+    if arr.ndim != 1 or not arr.size or not np.isfinite(arr).all():
+        return math.inf
+    if not arr.sum() > 0:
+        return float(1.0 + np.abs(arr).mean())
+    arr = arr * (arr.size / 2) / arr.sum()
+    return float((np.maximum(0, arr - 1) + np.maximum(0, -arr)).mean())

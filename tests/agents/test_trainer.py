@@ -143,7 +143,7 @@ def test_run_dir_tensorboard_and_exact_resume(tmp_path):
     # float32 is what TensorBoard's default loader keeps; the gap to the record carries the digits
     assert [v for _, v, _ in values["score/best"]] == pytest.approx([m["score/best"] for m in history], rel=1e-6)
     record = values["score/record"][0][1]
-    assert [v for _, v, _ in values["score/gap"]] == pytest.approx([record - m["score/best"] for m in history],
+    assert [v for _, v, _ in values["score/gap"]] == pytest.approx([m["score/best"] - record for m in history],
                                                                    rel=1e-6)
     assert images == {"best_construction"}
     with pytest.raises(FileExistsError):

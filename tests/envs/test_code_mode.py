@@ -10,7 +10,7 @@ import pytest
 
 import discoverygym
 import discoverygym.rewards.circle_packing as cp_module
-from discoverygym.cli import EXAMPLES, example_path, main
+from discoverygym.cli import example_path, main
 from discoverygym.sandbox.python import SandboxLimits
 
 LIMITS = SandboxLimits(timeout_s=20.0, memory_mb=2048)
@@ -105,7 +105,7 @@ def test_non_text_action_in_code_mode():
     assert not info["valid"] and "program text" in info["error"]
 
 
-@pytest.mark.parametrize("env_id", sorted(e for e in EXAMPLES if e in discoverygym.ENVS))
+@pytest.mark.parametrize("env_id", sorted(e for e, p in discoverygym.ENVS.items() if p.example))
 def test_bundled_examples_are_valid(env_id, capsys):
     assert main(["evaluate", env_id, "--json", "--timeout", "30"]) == 0
     out = json.loads(capsys.readouterr().out)

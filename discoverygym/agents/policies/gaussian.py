@@ -78,7 +78,7 @@ class GaussianPolicy(nn.Module):
         sigma: initial global step ``s`` (fraction of each column's spread; > 0).
         fraction: initial per-unit move probability, in (0, 1).
         polish: ``None``/``"none"``, ``"auto"`` (the problem's declared polisher, ``Problem.polish``) or a name in
-            :data:`~discoverygym.envs.polish.POLISHERS`.
+            :func:`~discoverygym.envs.polish.get_polisher` (a polisher's function name).
         polish_kwargs: keyword arguments of the polisher (e.g. ``{"steps": 50}``).
 
     Raises:

@@ -105,6 +105,7 @@ class DenoisingTask(ProgramTask):
     quantity = "normalised MSE (0 = no denoising, 1 = held-out counts), Poisson-gated"
     direction = "max"
     language = "python"
+    example = "denoise_diffusion.py"
     entry = "denoise"
     failure_reward = -1.0
     description = (

@@ -166,6 +166,7 @@ class ScalingLawTask(ProgramTask):
         self.use_bwrap, self.allow_unconfined = use_bwrap, allow_unconfined
         self.cache_dir = None if cache_dir is None else str(cache_dir)
         self.name = f"scaling_law_{task}"
+        self.example = f"scaling_law_{task}.py"
         self.title, self.description = LAWS[task]
         self.description += (f" The law is fitted separately for each {self.info.grouped}." if self.info.grouped
                              else "")
@@ -198,7 +199,7 @@ class ScalingLawTask(ProgramTask):
 
     def initial_program(self) -> str:
         """The human law of the task (``discoverygym/examples/scaling_law_<task>.py``)."""
-        return (resources.files("discoverygym") / "examples" / f"scaling_law_{self.key}.py").read_text()
+        return (resources.files("discoverygym") / "examples" / self.example).read_text()
 
     # ------------------------------------------------------------------ judging
     def data(self):
