@@ -40,7 +40,6 @@ one, and their state is in ``archive.json`` (``controllers``) and in the result'
 from __future__ import annotations
 
 import json
-import numbers
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -54,8 +53,8 @@ from discoverygym.policy import Policy, SamplingContext, make_policy
 from discoverygym.search.archive import Archive, state_record
 from discoverygym.search.config import SearchConfig
 from discoverygym.search.controllers import InspirationBandit, RestartController, make_budget_controller
-from discoverygym.search.executors import EvalTask, Evaluator, EvaluatorSpec, make_evaluator
-from discoverygym.search.pipeline import Batch, Pipeline
+from discoverygym.search.executors import EvalTask, Evaluator, EvaluatorSpec
+from discoverygym.search.pipeline import Batch, Pipeline, PipelineOptions
 from discoverygym.search.rule import Selector
 from discoverygym.search.runlog import Replay, RunLog, ScalarWriter
 from discoverygym.search.selectors import make_selector
@@ -108,6 +107,31 @@ class _Trajectory:
     insp_used: dict = field(default_factory=dict)  # step -> inspirations asked for
 
 
+@dataclass
+class _Meter:
+    """The run's counters and clocks (what :meth:`EvolutionarySearch.stats` and :class:`SearchResult` report)."""
+
+    commits: int = 0  # steps committed (replayed ones included)
+    done: int = 0  # candidates evaluated, logged ones included
+    evaluated_now: int = 0  # candidates evaluated by this process
+    busy_s: float = 0.0  # evaluator busy time of those
+    workers: int = 1  # evaluator size
+    t_start: float = field(default_factory=time.perf_counter)
+    t_first_submit: float | None = None
+    t_last_result: float | None = None
+    timings: dict = field(default_factory=lambda: dict.fromkeys(("select", "commit", "log", "dispatch"), 0.0))
+
+    def rate(self) -> float:
+        """Candidates evaluated per second since :attr:`t_start`."""
+        elapsed = time.perf_counter() - self.t_start
+        return self.evaluated_now / elapsed if elapsed > 0 else 0.0
+
+    def utilisation(self) -> float:
+        """Evaluator busy time / (evaluation wall time × workers), in [0, 1]."""
+        span = (self.t_last_result or 0) - (self.t_first_submit or 0)
+        return min(1.0, self.busy_s / (span * self.workers)) if span > 0 else 0.0
+
+
 def _better(a: State, b: State | None) -> bool:
     """Deterministic order of valid states: higher reward, then smaller id."""
     return b is None or a.reward > b.reward or (a.reward == b.reward and a.id < b.id)
@@ -141,6 +165,8 @@ class EvolutionarySearch:
         generation_workers: threads running ``policy.sample`` (default 1; more for LLM servers).
         prefetch: tasks in flight per evaluator worker (default 2).
         queue_size: generated batches waiting for the dispatcher (default C).
+        (The evaluator and pipeline arguments are kept in :attr:`pipeline_options`, a
+        :class:`~discoverygym.search.pipeline.PipelineOptions`.)
         progress: called with a stats dict after events (``done``, ``total``, ``best_score``,
             ``best_reward``, ``evals_per_s``, ``queue_depth``, ``in_flight``).
         tensorboard: write TensorBoard scalars into the run directory.
@@ -174,10 +200,9 @@ class EvolutionarySearch:
         problem: Any = None,
     ) -> None:
         config.validate(policy=policy)
-        if workers is not None and (not isinstance(workers, numbers.Integral) or workers < 1):
-            raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
-        if evaluator is None and not ray_address and executor not in ("local", "ray", "inline"):
-            raise ValueError(f"unknown executor {executor!r}; use 'local', 'ray' or 'inline'")
+        self.pipeline_options = PipelineOptions(
+            executor, workers, ray_address, evaluator, generation_workers, prefetch, queue_size or config.C
+        )
         self.config = config
         # everything that can be refused is checked before the run directory is touched
         problem_obj = problem if problem is not None else config.problem()
@@ -197,17 +222,8 @@ class EvolutionarySearch:
             config.env_id,
             {"action_mode": config.action_mode, **config.env_kwargs, **({"problem": problem} if problem is not None else {})},
         )
-        self._executor = "ray" if ray_address else executor
-        self._workers = workers
-        self._ray_address = ray_address
-        self._evaluator = evaluator
-        self._owns_evaluator = evaluator is None
-        self.generation_workers = max(1, generation_workers)
-        self.prefetch = max(1, prefetch)
-        self.queue_size = queue_size or config.C
         self._progress = progress
         self._tb_enabled = tensorboard
-        self.timings = {"select": 0.0, "commit": 0.0, "log": 0.0, "dispatch": 0.0}
         self.inspirations = (
             probe.default_inspirations if config.inspirations in (None, "auto") else config.inspirations
         )
@@ -221,14 +237,7 @@ class EvolutionarySearch:
         # the state of the run (filled by run(), which runs once)
         self._ran = False
         self._pipeline: Pipeline | None = None  # while the pipeline runs
-        self._n_workers = 1
-        self._t_start = time.perf_counter()
-        self._t_first_submit: float | None = None
-        self._t_last_result: float | None = None
-        self._commits = 0
-        self._evaluated_now = 0
-        self._done_evals = 0
-        self._busy_s = 0.0
+        self.meter = _Meter()
         self.best: State | None = None
         self.trajectories: list[_Trajectory] = []
         self.replay = Replay()  # what the log holds (read by run() on resume)
@@ -286,7 +295,7 @@ class EvolutionarySearch:
             traj.batches[step] = batch
             traj.next_select += 1
             out.append(batch)
-            self.timings["select"] += time.perf_counter() - t0
+            self.meter.timings["select"] += time.perf_counter() - t0
         return out
 
     def _commit_ready(self, traj: _Trajectory) -> list[Batch]:
@@ -350,8 +359,8 @@ class EvolutionarySearch:
             )
         if traj.restart is not None and getattr(traj.rule, "restarts", 0) > restarts_before:
             self._decide_restart(traj, batch.step)
-        self._commits += 1
-        self.timings["commit"] += time.perf_counter() - t0
+        self.meter.commits += 1
+        self.meter.timings["commit"] += time.perf_counter() - t0
         record = {
             "kind": "commit",
             "traj": traj.index,
@@ -365,7 +374,7 @@ class EvolutionarySearch:
         if not self.replay.logged(record):
             self._log(record)
         if not self.replay.active:
-            done = self._commits * self.config.K
+            done = self.meter.commits * self.config.K
             self._tb.add(
                 done,
                 {  # the schema of discoverygym.tensorboard (the same tags as train and post-train)
@@ -373,7 +382,7 @@ class EvolutionarySearch:
                     tbs.REWARD_BEST: self.best.reward if self.best else None,
                     f"trajectory/{traj.index}/best_reward": traj.best.reward if traj.best else None,
                     tbs.VALID_FRACTION: sum(c.valid for c in children) / len(children),
-                    "perf/evals_per_s": self._rate(),
+                    "perf/evals_per_s": self.meter.rate(),
                     "perf/queue_depth": self._queue_depth(),
                     tbs.COST_EVALUATIONS: done,
                     **(batch.edit or {}),  # edit/parse_fail_rate, edit/apply_fail_rate, edit/fallback_rate
@@ -416,7 +425,7 @@ class EvolutionarySearch:
                 "trajectory": traj,
                 "step": step,
                 "sota": self.problem.sota,
-                "evaluations": self._commits * self.config.K,
+                "evaluations": self.meter.commits * self.config.K,
                 "state": state_record(b),
             },
             code=b.code,
@@ -425,11 +434,7 @@ class EvolutionarySearch:
     def _log(self, record: dict) -> None:
         t0 = time.perf_counter()
         self.log.append(record)
-        self.timings["log"] += time.perf_counter() - t0
-
-    def _rate(self) -> float:
-        elapsed = time.perf_counter() - self._t_start
-        return self._evaluated_now / elapsed if elapsed > 0 else 0.0
+        self.meter.timings["log"] += time.perf_counter() - t0
 
     def _queue_depth(self) -> int:
         return self._pipeline.queue_depth if self._pipeline is not None else 0
@@ -526,8 +531,7 @@ class EvolutionarySearch:
             self.log.unlock()
 
     def _run(self) -> SearchResult:
-        t_run = time.perf_counter()
-        self._t_start = t_run
+        t_run = self.meter.t_start = time.perf_counter()
         if self.resume:
             self.replay = Replay.read(self.log)
         self.replay.active = True
@@ -541,60 +545,47 @@ class EvolutionarySearch:
         self._advance(self.trajectories)
         pending: list[Batch] = [b for traj in self.trajectories for b in traj.batches.values()]
         self.replay.active = False
-        evaluations_logged = self.replay.evaluations
-        self._done_evals = evaluations_logged
+        evaluations_logged = self.meter.done = self.replay.evaluations
         self._write_best()
         self._tb = ScalarWriter(self.log.dir, enabled=self._tb_enabled, record=self.problem.sota.get("value"),
                                direction=self.problem.direction)
 
-        if self._commits < self.config.C * self.config.L:
+        if self.meter.commits < self.config.C * self.config.L:
             self._run_pipeline(pending)
         wall = time.perf_counter() - t_run
         self._finish()
-        span = (self._t_last_result or 0) - (self._t_first_submit or 0)
-        util = self._busy_s / (span * self._n_workers) if span > 0 else 0.0
         return SearchResult(
             best=self.best,
-            evaluations=evaluations_logged + self._evaluated_now,
-            evaluated_now=self._evaluated_now,
+            evaluations=evaluations_logged + self.meter.evaluated_now,
+            evaluated_now=self.meter.evaluated_now,
             wall_s=wall,
-            utilisation=min(1.0, util),
-            timings=dict(self.timings),
+            utilisation=self.meter.utilisation(),
+            timings=dict(self.meter.timings),
             trajectories=self._summaries(),
             run_dir=self.log.dir,
         )
 
     def _run_pipeline(self, pending: list[Batch]) -> None:
         """Generate, evaluate and commit until C·L steps are committed (the pipeline's whole lifetime)."""
-        evaluator = self._evaluator or make_evaluator(
-            self._executor, self.spec, self._workers, self._ray_address
-        )
-        self._n_workers = evaluator.workers
+        meter = self.meter
+        pipeline = self.pipeline_options.build(self.spec, self._sample, self._task)
+        meter.workers = pipeline.evaluator.workers
         target = self.config.C * self.config.L
-        pipeline = Pipeline(
-            evaluator,
-            self._sample,
-            self._task,
-            generation_workers=self.generation_workers,
-            prefetch=self.prefetch,
-            queue_size=self.queue_size,
-            close_evaluator=self._owns_evaluator,
-        )
         try:
             with pipeline:
                 self._pipeline = pipeline
-                self._t_start = time.perf_counter()
+                meter.t_start = time.perf_counter()
                 for batch in pending:
                     pipeline.submit(batch)
                 last_progress = 0.0
-                while self._commits < target:
+                while meter.commits < target:
                     done = pipeline.next_result(timeout=0.25)
                     if done is not None:
                         batch, k, result = done
-                        self._t_last_result = time.perf_counter()
-                        self._busy_s += result.busy_s
-                        self._evaluated_now += 1
-                        self._done_evals += 1
+                        meter.t_last_result = time.perf_counter()
+                        meter.busy_s += result.busy_s
+                        meter.evaluated_now += 1
+                        meter.done += 1
                         batch.results[k] = result.state
                         self._log(
                             {
@@ -609,15 +600,15 @@ class EvolutionarySearch:
                         for new in self._advance([self.trajectories[batch.traj]]):
                             pipeline.submit(new)
                     now = time.perf_counter()
-                    if self._progress is not None and (now - last_progress > 0.1 or self._commits >= target):
+                    if self._progress is not None and (now - last_progress > 0.1 or meter.commits >= target):
                         last_progress = now
                         self._progress(self.stats())
         finally:
             self._pipeline = None
-            self._t_first_submit = pipeline.first_submit
-            self.timings["dispatch"] += pipeline.dispatch_s
+            meter.t_first_submit = pipeline.first_submit
+            meter.timings["dispatch"] += pipeline.dispatch_s
             self.log.sync()
-            if self._commits < target:
+            if meter.commits < target:
                 self._tb.close()
                 self.log.close()
 
@@ -625,13 +616,13 @@ class EvolutionarySearch:
         """Live statistics (what the progress display shows)."""
         b = self.best
         return {
-            "done": self._done_evals,
+            "done": self.meter.done,
             "total": self.config.budget,
-            "evaluated": self._evaluated_now,
-            "commits": self._commits,
+            "evaluated": self.meter.evaluated_now,
+            "commits": self.meter.commits,
             "best_score": b.score if b else None,
             "best_reward": b.reward if b else None,
-            "evals_per_s": self._rate(),
+            "evals_per_s": self.meter.rate(),
             "queue_depth": self._queue_depth(),
             "in_flight": self._pipeline.in_flight if self._pipeline is not None else 0,
         }

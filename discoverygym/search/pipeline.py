@@ -25,6 +25,7 @@ thread; the threads stop when the pipeline is stopped.
 
 from __future__ import annotations
 
+import numbers
 import queue
 import threading
 import time
@@ -33,13 +34,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from discoverygym.search.executors import EvalResult, EvalTask, Evaluator
+from discoverygym.search.executors import EvalResult, EvalTask, Evaluator, EvaluatorSpec, make_evaluator
 from discoverygym.types import State
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["Batch", "Pipeline"]
+__all__ = ["Batch", "Pipeline", "PipelineOptions"]
 
 _POLL_S = 0.1  # how often a blocked thread looks at the stop flag
 
@@ -261,3 +262,55 @@ class Pipeline:
             self._in_flight -= 1
         self._slots.release()
         self._events.put((batch, k, future))
+
+
+@dataclass
+class PipelineOptions:
+    """How a runner builds its evaluator and :class:`Pipeline` (checked when made, used by :meth:`build`).
+
+    Attributes:
+        executor: ``"local"`` (process pool), ``"ray"`` or ``"inline"`` (``"ray"`` when ``ray_address``).
+        workers: evaluator size (``None``: the machine's CPUs / the Ray cluster's CPUs).
+        ray_address: Ray cluster address.
+        evaluator: a ready evaluator to use instead (then not closed by the pipeline).
+        generation_workers: threads generating batches (at least 1).
+        prefetch: tasks in flight per evaluator worker (at least 1).
+        queue_size: generated batches waiting for the dispatcher.
+
+    Raises:
+        ValueError: ``workers`` not an integer >= 1; an unknown ``executor`` (without ``evaluator``
+            or ``ray_address``).
+    """
+
+    executor: str = "local"
+    workers: int | None = None
+    ray_address: str | None = None
+    evaluator: Evaluator | None = None
+    generation_workers: int = 1
+    prefetch: int = 2
+    queue_size: int = 1
+
+    def __post_init__(self) -> None:
+        if self.workers is not None and (not isinstance(self.workers, numbers.Integral) or self.workers < 1):
+            raise ValueError(f"workers must be an integer >= 1, got {self.workers!r}")
+        if self.evaluator is None and not self.ray_address and self.executor not in ("local", "ray", "inline"):
+            raise ValueError(f"unknown executor {self.executor!r}; use 'local', 'ray' or 'inline'")
+        if self.ray_address:
+            self.executor = "ray"
+        self.generation_workers = max(1, self.generation_workers)
+        self.prefetch = max(1, self.prefetch)
+
+    def build(
+        self, spec: EvaluatorSpec, generate: Callable[[Batch], None], task: Callable[[Batch, int], EvalTask]
+    ) -> Pipeline:
+        """A new pipeline over :attr:`evaluator`, or over a new evaluator of ``spec`` that it owns (closes)."""
+        evaluator = self.evaluator or make_evaluator(self.executor, spec, self.workers, self.ray_address)
+        return Pipeline(
+            evaluator,
+            generate,
+            task,
+            generation_workers=self.generation_workers,
+            prefetch=self.prefetch,
+            queue_size=self.queue_size,
+            close_evaluator=self.evaluator is None,
+        )
