@@ -24,8 +24,9 @@ steps are committed strictly in order once all K candidates are back. Step ``l``
 seeds), and its selection happens right after the commit of step ``l - backpressure``. So the
 result does not depend on worker timing, and a killed run replays its log to the same state.
 
-Resume: ``archive.jsonl`` is replayed (commits are recomputed and checked against the log);
-generated batches are not generated again and evaluated candidates are not evaluated again.
+Resume: ``archive.jsonl`` is replayed (:class:`~discoverygym.search.runlog.Replay`: commits are
+recomputed and checked against the log); generated batches are not generated again and evaluated
+candidates are not evaluated again.
 
 Controllers (:mod:`~discoverygym.search.controllers`, all optional): ``inspirations="auto"`` (a
 per-trajectory UCB1 over the states per prompt), ``restart_controller`` (a per-trajectory bandit
