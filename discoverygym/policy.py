@@ -32,14 +32,17 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from discoverygym.types import State
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = [
     "CHAT_BACKENDS",
@@ -52,6 +55,7 @@ __all__ = [
     "Policy",
     "Sample",
     "SamplingContext",
+    "edit_stats",
     "is_chat_spec",
     "is_llm_spec",
     "make_policy",
@@ -152,15 +156,40 @@ class Sample:
         """The failure reason before judging (``parse_error`` or ``apply_error``), ``None`` if none."""
         return self.parse_error or self.apply_error
 
-    def resolved(self) -> Sample:
+    def resolved(self) -> Self:
         """This sample with ``pending`` run here and its result stored as ``action`` (itself if nothing is pending)."""
         if self.pending is None:
             return self
         return replace(self, action=self.pending(), pending=None)
 
-    def with_action(self, action: Any) -> Sample:
-        """A copy whose ``action`` is ``action`` and nothing is pending (a worker computed it)."""
+    def with_action(self, action: Any) -> Self:
+        """A copy (same class) whose ``action`` is ``action`` and nothing is pending (a worker computed it)."""
         return replace(self, action=action, pending=None)
+
+
+def edit_stats(samples: Iterable[Sample]) -> dict[str, float]:
+    """The logged edit rates of one step's samples (how LLM responses became programs).
+
+    Returns:
+        ``{"edit/parse_fail_rate", "edit/apply_fail_rate", "edit/fallback_rate"}``: the fractions
+        of all samples whose response gave no program because nothing could be read
+        (``parse_error``), because its blocks did not apply (``apply_error``), and that were
+        rescued by a full program in ``diff`` mode (``edit == "fallback"``). The first two plus
+        the success rate sum to 1. Samples of constructions (no errors, ``edit`` ``None``) count
+        as parsed. An empty step gives zeros. Used by the trainer and the search runner alike.
+
+    Example:
+        >>> edit_stats([Sample(action="x", edit="fallback"), Sample(parse_error="no block")])
+        {'edit/parse_fail_rate': 0.5, 'edit/apply_fail_rate': 0.0, 'edit/fallback_rate': 0.5}
+    """
+    items = list(samples)
+    n = len(items)
+    if not n:
+        return {"edit/parse_fail_rate": 0.0, "edit/apply_fail_rate": 0.0, "edit/fallback_rate": 0.0}
+    parse = sum(s.parse_error is not None for s in items)
+    apply = sum(s.parse_error is None and s.apply_error is not None for s in items)
+    fallback = sum(s.edit == "fallback" for s in items)
+    return {"edit/parse_fail_rate": parse / n, "edit/apply_fail_rate": apply / n, "edit/fallback_rate": fallback / n}
 
 
 @runtime_checkable

@@ -31,6 +31,8 @@ from typing import Any
 
 import torch
 
+from discoverygym.agents.policies.llm import LLMSample
+from discoverygym.policy import Sample
 from discoverygym.types import State
 
 __all__ = ["TrainBatch", "TrajectoryGroup", "behaviour_logprobs", "gradient_update", "run_update"]
@@ -39,26 +41,26 @@ __all__ = ["TrainBatch", "TrajectoryGroup", "behaviour_logprobs", "gradient_upda
 NO_UPDATE = {"loss": 0.0, "kl": 0.0, "tokens": 0, "grad_norm": 0.0}
 
 
-def behaviour_logprobs(samples: Sequence[Any]) -> tuple[torch.Tensor, torch.Tensor] | None:
+def behaviour_logprobs(samples: Sequence[Sample]) -> tuple[torch.Tensor, torch.Tensor] | None:
     """Behaviour log-probs and masks of samples, ``([B, T], [B, T] bool)``, or ``None`` if they carry none.
 
-    Numeric samples carry ``logprob``, a ``[U]`` float64 tensor per construction unit or decision
-    (mask all True, or the samples' ``token_mask`` where they carry one: the operator policy's
-    padded decisions); LLM samples carry ``logprobs`` (list of float) and
-    ``mask`` (list of bool), right-padded here to the longest (padding 0.0 / False, float32).
-    Samples of a gradient-free learner (CEM) carry neither: ``None``.
+    LLM samples (:class:`~discoverygym.agents.policies.llm.LLMSample`) carry ``logprobs`` (list of
+    float) and ``mask`` (list of bool), right-padded here to the longest (padding 0.0 / False,
+    float32). Numeric samples carry ``logprob``, a ``[U]`` float64 tensor per construction unit or
+    decision (mask all True, or the samples' ``token_mask`` where they carry one: the operator
+    policy's padded decisions). Samples of a gradient-free learner (CEM) carry neither: ``None``.
     """
     if not samples:
         return None
+    if all(isinstance(s, LLMSample) for s in samples):
+        from discoverygym.agents.losses import pad_behaviour
+
+        return pad_behaviour(samples)
     if all(getattr(s, "logprob", None) is not None for s in samples):
         lp = torch.stack([torch.as_tensor(s.logprob) for s in samples])
         if all(getattr(s, "token_mask", None) is not None for s in samples):
             return lp, torch.stack([torch.as_tensor(s.token_mask, dtype=torch.bool) for s in samples])
         return lp, torch.ones_like(lp, dtype=torch.bool)
-    if all(getattr(s, "logprobs", None) is not None for s in samples):
-        from discoverygym.agents.losses import pad_behaviour
-
-        return pad_behaviour(samples)
     return None
 
 
@@ -69,8 +71,8 @@ class TrajectoryGroup:
     Attributes:
         group_id: the group's index within the step (0-based; the sampling context's ``trajectory``).
         start: the start :class:`~discoverygym.types.State` every rollout was derived from.
-        samples: the ``N`` sampler outputs (objects with ``.action``; numeric ones ``.logprob``,
-            LLM ones ``.logprobs``/``.mask``/``.text``).
+        samples: the ``N`` :class:`~discoverygym.policy.Sample` s of the sampler (numeric ones add
+            ``.logprob``, LLM ones ``.logprobs``/``.mask``).
         rewards: ``[N]`` float64 tensor, the env's reward of each rollout (the failure reward for
             an invalid one).
         advantages: ``[N]`` float64 tensor from the objective (zeros until one has run).
@@ -85,7 +87,7 @@ class TrajectoryGroup:
 
     group_id: int
     start: State
-    samples: tuple[Any, ...]
+    samples: tuple[Sample, ...]
     rewards: torch.Tensor
     advantages: torch.Tensor
     keep: bool = True
@@ -95,7 +97,7 @@ class TrajectoryGroup:
     scored: torch.Tensor | None = None
 
     @classmethod
-    def from_samples(cls, group_id: int, start: State, samples: Sequence[Any], rewards: Sequence[float] | torch.Tensor,
+    def from_samples(cls, group_id: int, start: State, samples: Sequence[Sample], rewards: Sequence[float] | torch.Tensor,
                      advantages: Sequence[float] | torch.Tensor | None = None, keep: bool = True,
                      beta: float = float("nan"), scored: Sequence[bool] | torch.Tensor | None = None) -> TrajectoryGroup:
         """Build a group from samples and rewards (log-probs read with :func:`behaviour_logprobs`).
@@ -136,7 +138,7 @@ class TrainBatch:
     kl_coef: float = 0.0
 
     @classmethod
-    def from_step(cls, starts: Sequence[State], samples: Sequence[Sequence[Any]], rewards: torch.Tensor,
+    def from_step(cls, starts: Sequence[State], samples: Sequence[Sequence[Sample]], rewards: torch.Tensor,
                   advantages: Any, *, step: int, kl_coef: float, scored: torch.Tensor | None = None) -> TrainBatch:
         """The trainer's batch: ``rewards`` ``[G, N]``, ``advantages`` an
         :class:`~discoverygym.agents.objectives.Advantages` (``adv`` ``[G, N]``, ``keep``/``beta`` ``[G]``),
@@ -148,7 +150,7 @@ class TrainBatch:
         return cls(groups, int(step), float(kl_coef))
 
     @property
-    def samples(self) -> list[Any]:
+    def samples(self) -> list[Sample]:
         """All samples, flattened group by group (``[B]``)."""
         return [s for g in self.groups for s in g.samples]
 

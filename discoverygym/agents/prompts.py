@@ -29,7 +29,8 @@ the tag (```` ```python title="a.py" ````) are ignored, tags lose case and versi
 fence's indentation is removed. A fence ending a prose line (``Here it is: ```python``) opens a
 block only when no line-start block exists, but a response left open under that reading is
 truncated. A response that has no block, only blocks in another language, ends inside its
-reasoning or inside an unclosed block raises :class:`ResponseError` with the reason; it never
+reasoning or inside an unclosed block raises :class:`ResponseError` with the reason and its
+:class:`~discoverygym.policy.Outcome` (``TRUNCATED`` for the last two, else ``NO_CODE``); it never
 crashes on odd input, and parsing is linear in the response length.
 
 The "stop thinking, answer now" forcing (TTT-Discover App. A, two-phase sampling with a thinking
@@ -44,6 +45,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from discoverygym.policy import Outcome
 from discoverygym.types import Direction, State
 
 __all__ = [
@@ -76,7 +78,18 @@ _CHANNEL_TOKENS = re.compile(r"<\|(?:end|return|call|start)\|>")
 
 
 class ResponseError(ValueError):
-    """A response from which no program can be read (the message says why; shown in logs)."""
+    """A response from which no program can be read (the message says why; shown in logs).
+
+    Attributes:
+        outcome: the sample's category: :attr:`~discoverygym.policy.Outcome.TRUNCATED` when the
+            response stopped inside its reasoning or inside an unclosed code block (the token budget
+            ran out), else :attr:`~discoverygym.policy.Outcome.NO_CODE` (no block, an empty block,
+            only blocks in another language, not text).
+    """
+
+    def __init__(self, message: str, outcome: Outcome = Outcome.NO_CODE) -> None:
+        super().__init__(message)
+        self.outcome = outcome
 
 
 def _language(problem: Any) -> str:
@@ -346,7 +359,8 @@ def _strip_reasoning(text: str) -> str:
     if finals:
         text = text[finals[-1].end():]
     elif "<|channel|>" in text:
-        raise ResponseError("response ended in the analysis channel (no final channel): truncated reasoning")
+        raise ResponseError("response ended in the analysis channel (no final channel): truncated reasoning",
+                            Outcome.TRUNCATED)
     text = _CHANNEL_TOKENS.sub("", text)
     head = text.lstrip()
     first = text.find(THINK_END)
@@ -355,7 +369,7 @@ def _strip_reasoning(text: str) -> str:
             text = head
             first = text.find(THINK_END)
         if first < 0:
-            raise ResponseError("response ended inside <think> (reasoning not finished): truncated")
+            raise ResponseError("response ended inside <think> (reasoning not finished): truncated", Outcome.TRUNCATED)
         ends = [first]
         while len(ends) < 4 * _MAX_TRIES:
             nxt = text.find(THINK_END, ends[-1] + 1)
@@ -381,7 +395,7 @@ def _strip_reasoning(text: str) -> str:
         text = text[pos + line.rfind(THINK_END) + len(THINK_END):]
     _, _, outside = _scan(text)
     if any("<think>" in line for _, line in outside) and not _read(text)[0]:
-        raise ResponseError("response ended inside <think> (reasoning not finished): truncated")
+        raise ResponseError("response ended inside <think> (reasoning not finished): truncated", Outcome.TRUNCATED)
     return text
 
 
@@ -408,7 +422,7 @@ def parse_response(text: str, language: str | None = None) -> str:
     answer = _strip_reasoning(text)
     blocks, unclosed = _read(answer)
     if unclosed:
-        raise ResponseError("response ends inside an unclosed code block (truncated)")
+        raise ResponseError("response ends inside an unclosed code block (truncated)", Outcome.TRUNCATED)
     if not blocks:
         want = f" ```{language}" if language else ""
         raise ResponseError(f"response contains no fenced code block{want}")

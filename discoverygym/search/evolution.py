@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from discoverygym import tensorboard as tbs
-from discoverygym.policy import Policy, SamplingContext, make_policy
+from discoverygym.policy import Policy, Sample, SamplingContext, edit_stats, make_policy
 from discoverygym.search.archive import Archive, state_record
 from discoverygym.search.config import SearchConfig
 from discoverygym.search.controllers import InspirationBandit, RestartController, make_budget_controller
@@ -453,12 +453,16 @@ class EvolutionarySearch:
             batch.step,
         )
         samples = self.policy.sample([ctx], self.config.K, rng_pol)[0]
-        actions = [getattr(a, "action", a) for a in samples]
+        if not all(isinstance(s, Sample) for s in samples):
+            bad = next(type(s).__name__ for s in samples if not isinstance(s, Sample))
+            raise TypeError(f"policy {getattr(self.policy, 'name', self.policy)!r} returned a {bad}; a policy "
+                            "returns discoverygym.policy.Sample records (wrap an action as Sample(action=...))")
+        samples = [s.resolved() for s in samples]  # a pending job (an operator, a polish) runs here
+        actions = [s.action for s in samples]
         edit = None
-        if any(hasattr(s, "parse_error") for s in samples):  # LLM samples: how responses became programs
-            batch.edit = _edit_rates(samples)
-            edit = {"modes": [getattr(s, "edit", None) for s in samples],
-                    "errors": [getattr(s, "parse_error", None) or getattr(s, "apply_error", None) for s in samples]}
+        if any(s.edit is not None for s in samples):  # LLM samples: how responses became programs
+            batch.edit = edit_stats(samples)
+            edit = {"modes": [s.edit for s in samples], "errors": [s.error for s in samples]}
         if len(actions) != self.config.K:
             raise RuntimeError(
                 f"policy {getattr(self.policy, 'name', self.policy)!r} returned {len(actions)} actions, expected "
@@ -694,14 +698,3 @@ class EvolutionarySearch:
 def _reward_of(state: State | None) -> float:
     """A trajectory best's reward for the controllers (-inf without a valid best)."""
     return float(state.reward) if state is not None and state.valid else float("-inf")
-
-def _edit_rates(samples: Sequence[Any]) -> dict[str, float]:
-    """The step's ``edit/*`` rates of LLM samples (the definition of
-    :func:`discoverygym.agents.policies.edits.edit_stats`, restated here: search sits below agents).
-    """
-    n = max(len(samples), 1)
-    parse = sum(getattr(s, "parse_error", None) is not None for s in samples)
-    apply = sum(getattr(s, "parse_error", None) is None and getattr(s, "apply_error", None) is not None
-                for s in samples)
-    fallback = sum(getattr(s, "edit", None) == "fallback" for s in samples)
-    return {"edit/parse_fail_rate": parse / n, "edit/apply_fail_rate": apply / n, "edit/fallback_rate": fallback / n}

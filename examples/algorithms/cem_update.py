@@ -11,12 +11,12 @@ instead of ``train_step``. Source: Rubinstein & Kroese, *The Cross-Entropy Metho
 from __future__ import annotations
 
 import argparse
-from types import SimpleNamespace
 
 import gymnasium as gym
 import numpy as np
 
 from discoverygym.agents.trainer import TrainConfig, Trainer
+from discoverygym.policy import Sample
 
 
 class CEMLearner:
@@ -29,8 +29,8 @@ class CEMLearner:
         self.elite_frac, self.alpha, self.sigma_min = elite_frac, alpha, sigma_min
 
     def sample(self, contexts, n, rng):
-        """``n`` samples per context (``.action`` a construction list); the contexts are not used."""
-        return [[SimpleNamespace(action=(self.mean + self.sigma * rng.standard_normal(self.mean.shape)).tolist())
+        """``n`` :class:`~discoverygym.policy.Sample` s per context (``.action`` a construction list)."""
+        return [[Sample(action=(self.mean + self.sigma * rng.standard_normal(self.mean.shape)).tolist())
                  for _ in range(n)] for _ in contexts]
 
     def update(self, batch) -> dict:

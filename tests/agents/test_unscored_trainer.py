@@ -3,8 +3,6 @@ are left out of the advantages and the archive, and an unscored initial state is
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -13,6 +11,7 @@ from discoverygym.agents.objectives import mean_baseline
 from discoverygym.agents.trainer import TrainConfig, Trainer, policy_mismatch, scored_advantages
 from discoverygym.envs.program import ProgramEnv, ProgramTask
 from discoverygym.errors import BackendUnavailable, InvalidSolution
+from discoverygym.policy import Sample
 from discoverygym.rewards.common import Score
 
 
@@ -43,7 +42,7 @@ class ScriptedLearner:
         self.updates: list[tuple[list, torch.Tensor]] = []
 
     def sample(self, contexts, n, rng):
-        return [[SimpleNamespace(action=self.actions[k % len(self.actions)], parse_error=None)
+        return [[Sample(action=self.actions[k % len(self.actions)])
                  for k in range(n)] for _ in contexts]
 
     def train_step(self, samples, advantages, *, kl_coef):

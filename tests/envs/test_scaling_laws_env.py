@@ -25,6 +25,7 @@ from discoverygym.cli.search import main as search_main
 from discoverygym.envs.registry import PROGRAM_TASKS
 from discoverygym.envs.scaling_laws import ENV_IDS, make_scaling_law
 from discoverygym.envs.scaling_laws.data import TASKS, load_task
+from discoverygym.policy import Sample
 from discoverygym.rewards.scaling_laws import FAILURE_REWARD, REWARD_FLOOR
 
 SHARED_SLD = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "sld"
@@ -278,8 +279,8 @@ class LawPolicy:
     action_modes = ("code",)
 
     def sample(self, contexts, n, rng):
-        return [[LINEAR_LAW.replace("return params[0] +", f"return {0.01 * k} + params[0] +") for k in range(n)]
-                for _ in contexts]
+        return [[Sample(action=LINEAR_LAW.replace("return params[0] +", f"return {0.01 * k} + params[0] +"))
+                 for k in range(n)] for _ in contexts]
 
 
 def test_search_runs_on_a_scaling_law_env(tmp_path):

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from discoverygym.agents.policies import SamplingContext, make_policy
+from discoverygym.policy import Sample
 from discoverygym.search.evolution import EvolutionarySearch, SearchConfig, load_snapshot
 from discoverygym.search.runlog import RunLog
 from discoverygym.types import State
@@ -233,7 +234,7 @@ class _ProgramPolicy:
             "    p[:, :2] += np.random.default_rng(seed).normal(0, 1e-3, (len(p), 2))\n"
             "    return p\n"
         )
-        return [[src] * n for _ in contexts]
+        return [[Sample(action=src)] * n for _ in contexts]
 
 
 def test_code_mode_runs_programs_in_the_sandbox(tmp_path):
@@ -256,8 +257,8 @@ def test_gaussian_mutation_is_seeded_and_proposes_without_repair():
         env = gym.make(env_id).unwrapped
         _, info = env.reset(seed=0)
         ctx = SamplingContext(info["state"], (info["state"],), env.problem)
-        a = policy.sample([ctx], 3, np.random.default_rng(1))[0]
-        b = policy.sample([ctx], 3, np.random.default_rng(1))[0]
+        a = [s.action for s in policy.sample([ctx], 3, np.random.default_rng(1))[0]]
+        b = [s.action for s in policy.sample([ctx], 3, np.random.default_rng(1))[0]]
         assert all(np.array_equal(x, y) for x, y in zip(a, b))
         assert all(np.shape(x) == np.shape(info["state"].solution) for x in a)
         if env_id == "Hadamard-29-v0":
@@ -268,7 +269,7 @@ def test_gaussian_mutation_is_seeded_and_proposes_without_repair():
     env = gym.make(ENV).unwrapped
     _, info = env.reset(seed=0)
     ctx = SamplingContext(info["state"], (info["state"],), env.problem)
-    results = [env.evaluate_construction(x) for x in policy.sample([ctx], 10, np.random.default_rng(0))[0]]
+    results = [env.evaluate_construction(s.action) for s in policy.sample([ctx], 10, np.random.default_rng(0))[0]]
     assert not all(r.valid for r in results)
 
 

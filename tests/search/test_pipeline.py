@@ -8,6 +8,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
+from discoverygym.policy import Sample
 from discoverygym.search.config import SearchConfig
 from discoverygym.search.evolution import EvolutionarySearch
 from discoverygym.search.executors import EvalResult, EvalTask
@@ -211,7 +212,7 @@ class RaisingPolicy:
         self.calls += 1
         if self.calls == 3:
             raise RuntimeError("the policy broke")
-        return [[list(c.parent.solution) for _ in range(n)] for c in contexts]
+        return [[Sample(action=list(c.parent.solution)) for _ in range(n)] for c in contexts]
 
 
 def test_a_search_whose_policy_raises_stops_every_pipeline_thread(tmp_path):

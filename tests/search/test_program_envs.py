@@ -14,6 +14,7 @@ from discoverygym.cli.search import main as search_main
 from discoverygym.envs.program import ProgramTask
 from discoverygym.envs.registry import PROGRAM_TASKS, TaskSpec, register_task
 from discoverygym.errors import InvalidSolution
+from discoverygym.policy import Sample
 from discoverygym.rewards.common import Score
 from discoverygym.search.evolution import SearchConfig
 
@@ -56,7 +57,7 @@ class CountPolicy:
     action_modes = ("code",)
 
     def sample(self, contexts, n, rng):
-        return [[f"def answer():\n    return {3 + 2 * k}\n" for k in range(n)] for _ in contexts]
+        return [[Sample(action=f"def answer():\n    return {3 + 2 * k}\n") for k in range(n)] for _ in contexts]
 
 
 @pytest.fixture(autouse=True)

@@ -9,16 +9,16 @@ IRFT trains on prompt → completion pairs exactly as they were sampled, so
     {"traj": c, "step": l, "prompts": [str] * K, "completions": [str] * K, "actions": [...] * K,
      "prompt_ids": [[int]] * K, "completion_ids": [[int]] * K, "completion_mask": [[bool]] * K}
 
-Token ids come from LLM samples that carry them (``prompt_ids``, ``completion_ids`` and ``mask``:
-sampled vs forced tokens, :class:`~discoverygym.agents.policies.llm.LLMSample`); they are the
-exact sequences the model saw and produced, and SFT trains on them. ``null`` when the policy
-gives none (then SFT tokenises the texts). Where the texts come from, per sample ``s`` (first
-that exists): the decoded ``s.prompt_ids`` (special tokens kept, so the chat template shows) when
-the policy has a ``tokenizer``, else ``s.prompt`` / ``s.prompt_text``, else
-``policy.prompt_text(context)``, else ``problem.prompt()``; ``s.completion`` / ``s.text``, else
-the action itself when it is a string. A search resumed after a kill may sample a batch
-again: :func:`read_prompts` keeps, per (trajectory, step), the last line whose actions equal the
-actions the runner logged, so the pairs always match what was evaluated.
+Token ids come from LLM samples (:class:`~discoverygym.agents.policies.llm.LLMSample`:
+``prompt_ids``, ``completion_ids`` and ``mask``, sampled vs forced tokens); they are the exact
+sequences the model saw and produced, and SFT trains on them. ``null`` for other samples (then SFT
+tokenises the texts); a chat backend's LLM samples carry empty lists. Where the texts come from,
+per :class:`~discoverygym.policy.Sample` ``s`` (first that exists): for an LLM sample the decoded
+``s.prompt_ids`` (special tokens kept, so the chat template shows) when the policy has a
+``tokenizer``, else ``s.prompt``; then ``policy.prompt_text(context)``, else ``problem.prompt()``;
+``s.text``, else the action itself when it is a string (JSON otherwise). A search resumed after
+a kill may sample a batch again: :func:`read_prompts` keeps, per (trajectory, step), the last line
+whose actions equal the actions the runner logged, so the pairs always match what was evaluated.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 
 from discoverygym.agents.policies import SamplingContext
+from discoverygym.agents.policies.llm import LLMSample
+from discoverygym.policy import Sample
 from discoverygym.search.runlog import RunLog
 from discoverygym.types import to_jsonable
 
@@ -41,35 +43,29 @@ __all__ = ["PROMPTS_FILE", "RecordingPolicy", "read_prompts"]
 PROMPTS_FILE = "prompts.jsonl"
 
 
-def _ids(sample: Any, attr: str) -> list | None:
-    value = getattr(sample, attr, None)
-    return None if value is None else [int(v) if attr != "mask" else bool(v) for v in value]
+def _ids(values: Sequence[Any], kind: type = int) -> list:
+    return [kind(v) for v in values]
 
 
-def _prompt_of(policy: Any, sample: Any, ctx: SamplingContext) -> str:
-    ids = getattr(sample, "prompt_ids", None)
+def _prompt_of(policy: Any, sample: Sample, ctx: SamplingContext) -> str:
     tokenizer = getattr(policy, "tokenizer", None)
-    if ids is not None and tokenizer is not None:
-        return str(tokenizer.decode(list(ids), skip_special_tokens=False))
-    for attr in ("prompt", "prompt_text"):
-        text = getattr(sample, attr, None)
-        if isinstance(text, str):
-            return text
+    if isinstance(sample, LLMSample):
+        if sample.prompt_ids and tokenizer is not None:
+            return str(tokenizer.decode(list(sample.prompt_ids), skip_special_tokens=False))
+        if sample.prompt:
+            return sample.prompt
     build = getattr(policy, "prompt_text", None)
     if callable(build):
         return str(build(ctx))
     return ctx.problem.prompt()
 
 
-def _completion_of(sample: Any) -> str:
-    for attr in ("completion", "text"):
-        text = getattr(sample, attr, None)
-        if isinstance(text, str):
-            return text
-    action = getattr(sample, "action", sample)
-    if isinstance(action, str):
-        return action
-    return json.dumps(to_jsonable(action))
+def _completion_of(sample: Sample) -> str:
+    if sample.text is not None:
+        return sample.text
+    if isinstance(sample.action, str):
+        return sample.action
+    return json.dumps(to_jsonable(sample.action))
 
 
 class RecordingPolicy:
@@ -95,21 +91,24 @@ class RecordingPolicy:
 
     def sample(
         self, contexts: Sequence[SamplingContext], n: int, rng: np.random.Generator
-    ) -> list[list[Any]]:
-        """``policy.sample(contexts, n, rng)``, after appending the texts of each context's samples."""
-        out = self.policy.sample(contexts, n, rng)
+    ) -> list[list[Sample]]:
+        """``policy.sample(contexts, n, rng)`` (pending actions resolved), after appending the texts of
+        each context's samples."""
+        # pending jobs (an operator, a polish) run here, once: the runner gets the resolved samples
+        out = [[s.resolved() for s in group] for group in self.policy.sample(contexts, n, rng)]
         lines = []
         for ctx, samples in zip(contexts, out):
+            llm = [s if isinstance(s, LLMSample) else None for s in samples]
             lines.append(
                 {
                     "traj": int(ctx.trajectory),
                     "step": int(ctx.step),
                     "prompts": [_prompt_of(self.policy, s, ctx) for s in samples],
                     "completions": [_completion_of(s) for s in samples],
-                    "actions": [to_jsonable(getattr(s, "action", s)) for s in samples],
-                    "prompt_ids": [_ids(s, "prompt_ids") for s in samples],
-                    "completion_ids": [_ids(s, "completion_ids") for s in samples],
-                    "completion_mask": [_ids(s, "mask") for s in samples],
+                    "actions": [to_jsonable(s.action) for s in samples],
+                    "prompt_ids": [None if s is None else _ids(s.prompt_ids) for s in llm],
+                    "completion_ids": [None if s is None else _ids(s.completion_ids) for s in llm],
+                    "completion_mask": [None if s is None else _ids(s.mask, bool) for s in llm],
                 }
             )
         with self._lock:

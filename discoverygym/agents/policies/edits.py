@@ -38,11 +38,12 @@ program, as in ``full`` mode.
 
 :func:`apply_edit` never raises on odd responses: it returns an :class:`EditResult` that says how
 the program was obtained or why none was (``parse_error``: no block and no program, or malformed
-blocks; ``apply_error``: blocks that could not be applied). :func:`edit_stats` turns a step's
-samples into the logged rates ``edit/parse_fail_rate``, ``edit/apply_fail_rate`` and
-``edit/fallback_rate``.
+blocks; ``apply_error``: blocks that could not be applied). :func:`~discoverygym.policy.edit_stats`
+(re-exported here; it lives on the ground floor so that search uses it too) turns a step's samples
+into the logged rates ``edit/parse_fail_rate``, ``edit/apply_fail_rate`` and ``edit/fallback_rate``.
 
-Pure functions on strings; imports only the standard library and :mod:`discoverygym.agents.prompts`.
+Pure functions on strings; imports only the standard library, :mod:`discoverygym.agents.prompts`
+and :mod:`discoverygym.policy`.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from discoverygym.agents.prompts import ResponseError, code_blocks
+from discoverygym.policy import Outcome
 
 __all__ = [
     "EDIT_FORMATS",
@@ -122,6 +124,8 @@ class EditResult:
         parse_error: why neither blocks nor a full program could be read (else ``None``).
         apply_error: why the blocks could not be applied, when no full program replaced them.
         note: a remark on a success, e.g. why blocks were given up for the fallback program.
+        outcome: ``None`` on success; on failure :attr:`~discoverygym.policy.Outcome.TRUNCATED`
+            (the response stopped inside its reasoning) or :attr:`~discoverygym.policy.Outcome.NO_CODE`.
     """
 
     program: str | None
@@ -130,6 +134,7 @@ class EditResult:
     parse_error: str | None = None
     apply_error: str | None = None
     note: str | None = None
+    outcome: Outcome | None = None
 
     @property
     def error(self) -> str | None:
@@ -406,11 +411,12 @@ def apply_edit(text: Any, parent: str, *, language: str = "python", entry: str |
     from discoverygym.agents.prompts import strip_reasoning
 
     if not isinstance(text, str):
-        return EditResult(None, "failed", parse_error=f"response must be text, got {type(text).__name__}")
+        return EditResult(None, "failed", parse_error=f"response must be text, got {type(text).__name__}",
+                          outcome=Outcome.NO_CODE)
     try:
         answer = strip_reasoning(text)
     except ResponseError as exc:
-        return EditResult(None, "failed", parse_error=str(exc))
+        return EditResult(None, "failed", parse_error=str(exc), outcome=exc.outcome)
     parse_error = apply_error = None
     blocks: list[tuple[str, str]] = []
     try:
@@ -430,26 +436,18 @@ def apply_edit(text: Any, parent: str, *, language: str = "python", entry: str |
     if full is not None:
         return EditResult(full, "fallback", blocks=len(blocks), note=apply_error or parse_error)
     if apply_error is not None:
-        return EditResult(None, "failed", blocks=len(blocks), apply_error=apply_error)
+        return EditResult(None, "failed", blocks=len(blocks), apply_error=apply_error, outcome=Outcome.NO_CODE)
     if parse_error is None:
         what = f" defining `{entry}`" if entry else ""
         parse_error = (f"response contains no SEARCH/REPLACE block (<<<<<<< SEARCH / ======= / >>>>>>> REPLACE) "
                        f"and no complete ```{language} program{what}")
-    return EditResult(None, "failed", parse_error=parse_error)
+    return EditResult(None, "failed", parse_error=parse_error, outcome=Outcome.NO_CODE)
 
 
 # ---------------------------------------------------------------------------------------------- metrics
 def edit_stats(samples: Iterable[Any]) -> dict[str, float]:
-    """The logged edit rates of one step's samples (objects with ``parse_error``/``apply_error``/``edit``).
-
-    Returns:
-        ``{"edit/parse_fail_rate", "edit/apply_fail_rate", "edit/fallback_rate"}``: the fractions
-        of all samples whose response gave no program because nothing could be read
-        (``parse_error``), because its blocks did not apply (``apply_error``), and that were
-        rescued by a full program in ``diff`` mode (``edit == "fallback"``). The first two plus
-        the success rate sum to 1. Objects without these attributes (numeric actions) count as
-        parsed. An empty step gives zeros.
-    """
+    """TRANSITIONAL (issue 38 item 1, until the trainer's numeric samples are typed): tolerant
+    :func:`discoverygym.policy.edit_stats` for samples that are not yet :class:`~discoverygym.policy.Sample` s."""
     items = list(samples)
     n = len(items)
     if not n:

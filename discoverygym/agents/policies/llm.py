@@ -30,7 +30,7 @@ from typing import Any
 from discoverygym import errors
 from discoverygym.agents.policies.edits import EDIT_FORMATS, apply_edit, check_edit_format
 from discoverygym.agents.prompts import ResponseError, build_messages, failed_program, parse_response
-from discoverygym.policy import LLM_SPECS, is_llm_spec, split_spec
+from discoverygym.policy import LLM_SPECS, Outcome, Sample, is_llm_spec, split_spec
 
 __all__ = [
     "EDIT_FORMATS",
@@ -54,11 +54,11 @@ class ModelUnavailable(OSError):
     """A model could not be loaded: not a local directory and not obtainable from the hub."""
 
 
-@dataclass
-class LLMSample:
-    """One sampled response and everything training needs about it.
+@dataclass(frozen=True, kw_only=True)
+class LLMSample(Sample):
+    """One sampled response and everything training needs about it (a :class:`~discoverygym.policy.Sample`).
 
-    Attributes:
+    Attributes (besides those of :class:`~discoverygym.policy.Sample`):
         action: the program to evaluate: the last fenced block of the response, or (parse failure)
             a stub from :func:`~discoverygym.agents.prompts.failed_program` that fails the contract.
         text: the decoded completion (reasoning included).
@@ -74,22 +74,21 @@ class LLMSample:
             ``"diff"`` (blocks applied), ``"fallback"`` (``diff`` format, but the response held a
             full program) or ``"failed"``.
         finish_reason: ``"stop"`` (end-of-sequence) or ``"length"`` (hit ``max_new_tokens``).
+        outcome: ``None`` when a program was read (the judge decides), else
+            :attr:`~discoverygym.policy.Outcome.TRUNCATED` (the response stopped inside its reasoning or
+            an unclosed code block, or hit the token budget) or :attr:`~discoverygym.policy.Outcome.NO_CODE`.
         context: index of the sampling context this sample answers.
         prompt: the prompt text.
     """
 
-    action: str
-    text: str
-    prompt_ids: list[int]
-    completion_ids: list[int]
-    logprobs: list[float]
-    mask: list[bool]
-    parse_error: str | None = None
+    action: str = ""
+    text: str = ""
+    prompt_ids: list[int] = field(default_factory=list)
+    completion_ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    mask: list[bool] = field(default_factory=list)
     finish_reason: str = "stop"
-    context: int = 0
     prompt: str = ""
-    extra: dict = field(default_factory=dict)
-    apply_error: str | None = None
     edit: str = "full"
 
     @property
@@ -115,25 +114,31 @@ def make_sample(text: str, language: str, *, ctx: Any = None, edit_format: str =
     ``diff`` (with ``ctx`` whose parent has a program): the response's SEARCH/REPLACE blocks
     applied to ``ctx.parent.code``, else a full program in it
     (:func:`~discoverygym.agents.policies.edits.apply_edit`); a parent without a program is read
-    as ``full``.
+    as ``full``. When no program could be read, ``outcome`` is
+    :attr:`~discoverygym.policy.Outcome.TRUNCATED` if the parser says the response was cut or
+    ``finish_reason == "length"``, else :attr:`~discoverygym.policy.Outcome.NO_CODE`.
 
     Raises:
         ValueError: ``edit_format`` is neither ``"full"`` nor ``"diff"``.
     """
     parent = getattr(getattr(ctx, "parent", None), "code", None)
+    cut = fields.get("finish_reason") == "length"
     if check_edit_format(edit_format) == "diff" and parent:
         result = apply_edit(text, parent, language=language, entry=getattr(getattr(ctx, "problem", None), "entry", None))
         action = result.program if result.program is not None else failed_program(result.error, language)
         extra = dict(fields.pop("extra", None) or {})
         if result.note:
             extra["edit_note"] = result.note
+        outcome = None if result.outcome is None else (Outcome.TRUNCATED if cut else result.outcome)
         return LLMSample(action=action, text=text, parse_error=result.parse_error, apply_error=result.apply_error,
-                         edit=result.mode, extra=extra, **fields)
+                         edit=result.mode, outcome=outcome, extra=extra, **fields)
     try:
-        action, error = parse_response(text, language), None
+        action, error, outcome = parse_response(text, language), None, None
     except ResponseError as exc:
         action, error = failed_program(str(exc), language), str(exc)
-    return LLMSample(action=action, text=text, parse_error=error, edit="full" if error is None else "failed", **fields)
+        outcome = Outcome.TRUNCATED if cut else exc.outcome
+    return LLMSample(action=action, text=text, parse_error=error, edit="full" if error is None else "failed",
+                     outcome=outcome, **fields)
 
 
 def encode_chat(tokenizer: Any, messages: Sequence[dict[str, str]]) -> list[int]:

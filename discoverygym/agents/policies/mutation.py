@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from discoverygym.policy import SamplingContext
+from discoverygym.policy import Sample, SamplingContext
 
 __all__ = ["GaussianMutation", "MutationConfig"]
 
@@ -44,8 +44,9 @@ class GaussianMutation:
         sigma: relative step size (> 0).
         fraction: probability that each unit moves, in (0, 1].
 
-    ``sample(contexts, n, rng)`` returns ``n`` numpy arrays per context (float64, or int64 for
-    integer constructions), of the parent's shape. Only ``context.parent`` is used.
+    ``sample(contexts, n, rng)`` returns ``n`` :class:`~discoverygym.policy.Sample` per context
+    whose ``action`` is a numpy array (float64, or int64 for integer constructions) of the parent's
+    shape. Only ``context.parent`` is used.
 
     Raises:
         ValueError: bad hyper-parameters; a parent without a numeric construction (in ``sample``).
@@ -63,8 +64,10 @@ class GaussianMutation:
 
     def sample(
         self, contexts: Sequence[SamplingContext], n: int, rng: np.random.Generator
-    ) -> list[list[Any]]:
-        return [[self.mutate(ctx.parent.solution, rng) for _ in range(n)] for ctx in contexts]
+    ) -> list[list[Sample]]:
+        """``n`` mutated copies of each context's parent, as :class:`~discoverygym.policy.Sample` s."""
+        return [[Sample(action=self.mutate(ctx.parent.solution, rng), context=c, parent_id=ctx.parent.id)
+                 for _ in range(n)] for c, ctx in enumerate(contexts)]
 
     def _select(self, units: int, rng: np.random.Generator) -> np.ndarray:
         mask = rng.random(units) < self.config.fraction
