@@ -52,12 +52,14 @@ __all__ = [
     "FORCE_ANSWER",
     "THINK_END",
     "ResponseError",
+    "answer_complete",
     "build_messages",
     "build_prompt",
     "code_blocks",
     "failed_program",
     "needs_forcing",
     "parse_response",
+    "salvage_program",
     "strip_reasoning",
 ]
 
@@ -133,7 +135,23 @@ def _state_block(problem: Any, state: State, label: str) -> str:
             "There is no program for this state yet: it is a construction. Your program receives it "
             f"as the `parent` argument of `{getattr(problem, 'entry', 'construct')}` and may improve it."
         )
+        example = _example_program(problem)
+        if example:
+            lines.append("A simple valid program for this problem (it builds its own construction; edit it or "
+                         f"start from `parent`):\n```{lang}\n{_clip(example.rstrip(), PROGRAM_LIMIT)}\n```")
     return "\n".join(lines)
+
+
+def _example_program(problem: Any) -> str | None:
+    """The problem's bundled example program (``problem.example``), or ``None``: shown when the start
+    state has no program, so that a model edits a program that runs instead of writing one blind."""
+    from discoverygym.envs.problem import example_file
+
+    try:
+        path = example_file(problem)
+        return path.read_text(encoding="utf-8") if path is not None and path.is_file() else None
+    except (OSError, TypeError, ValueError, UnicodeDecodeError):
+        return None
 
 
 def _output_tail(state: State) -> str:
@@ -195,8 +213,9 @@ def build_prompt(problem: Any, parent: State, inspirations: Sequence[State] = ()
             answer += ("- Only the code between the EVOLVE-BLOCK-START and EVOLVE-BLOCK-END markers may change; "
                        "blocks that match outside them are rejected.\n")
     else:
-        answer = (f"- Answer with the complete new program in one fenced block: ```{lang} ... ```. Only the last "
-                  "fenced block of your answer is run; everything else is ignored.\n")
+        answer = (f"- Answer with the complete new program in one fenced block: ```{lang} ... ```, and write "
+                  "nothing after the block. Only the last fenced block of your answer is run; everything else is "
+                  "ignored.\n")
     parts.append(
         "## Rules\n" + answer +
         f"- The program must follow the contract above (entry `{getattr(problem, 'entry', 'main')}`).\n"
@@ -399,7 +418,7 @@ def _strip_reasoning(text: str) -> str:
     return text
 
 
-def parse_response(text: str, language: str | None = None) -> str:
+def parse_response(text: str, language: str | None = None, *, entry: str | None = None, ended: bool = False) -> str:
     """The program in an LLM response: the last complete fenced block in the problem's language.
 
     Args:
@@ -407,6 +426,13 @@ def parse_response(text: str, language: str | None = None) -> str:
         language: the problem's language (``"python"``/``"cpp"``). The last block tagged with it
             (``python``/``py``/``python3.11``; ``cpp``/``c++17``/``cc``/``cxx``) wins; else the last
             untagged block. Blocks tagged with another language are refused. ``None``: the last block, whatever its tag.
+        entry: the function the program must define. Given (and the language is Python), a
+            response whose last block was left open, or that has no fence at all, still yields a
+            program when it holds a complete ``def entry`` (:func:`salvage_program`): the code up to
+            the last top-level statement that follows the function (the cut one is dropped); with
+            no such program, a left-open block after a complete one falls back to that one.
+        ended: the response ended by itself (end-of-sequence or a stop), not at the token budget:
+            then code without a fence may also be taken whole.
 
     Returns:
         The code inside the chosen block (fences and the fence's indentation removed), with
@@ -421,6 +447,12 @@ def parse_response(text: str, language: str | None = None) -> str:
     text = text.replace("\r\n", "\n").replace("\r", "\n")  # only these end lines (not U+2028, \f, ...)
     answer = _strip_reasoning(text)
     blocks, unclosed = _read(answer)
+    if (unclosed or not blocks) and entry and _norm_tag(language or "python") in LANGUAGE_TAGS["python"]:
+        found = salvage_program(answer, entry, ended=ended and not unclosed)
+        if found is not None:
+            return found
+        if unclosed and blocks:  # a complete block before the cut one
+            unclosed = False
     if unclosed:
         raise ResponseError("response ends inside an unclosed code block (truncated)", Outcome.TRUNCATED)
     if not blocks:
@@ -441,6 +473,88 @@ def parse_response(text: str, language: str | None = None) -> str:
     if not code.strip():
         raise ResponseError("the last code block is empty")
     return code + "\n"
+
+
+#: most cut points :func:`salvage_program` tries (keeps it linear in practice).
+_SALVAGE_TRIES = 32
+
+
+def _defines(code: str, entry: str) -> bool:
+    """Whether ``code`` compiles and defines ``entry`` at top level."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == entry
+               for node in tree.body)
+
+
+def salvage_program(answer: str, entry: str, *, ended: bool = False) -> str | None:
+    """A complete Python program in an answer whose code block was left open or never fenced, else ``None``.
+
+    The code is the text of the block left open at the end (after its opening fence), or, with no
+    fence at all, the text from the first line that starts (in column 0) with ``def``, ``import``,
+    ``from``, ``class`` or ``@``. A program is accepted when it compiles and defines ``entry`` at
+    top level, cut before a later top-level line (so the function was finished: the model had
+    moved on, e.g. to ``if __name__ == ...`` or prose that the token budget cut), trying the last
+    :data:`_SALVAGE_TRIES` top-level lines after ``def entry``; with ``ended`` (the response was
+    not cut), the whole code counts too. Indentation and prose inside the function are not repaired.
+
+    Args:
+        answer: the response with reasoning removed, LF line ends.
+        entry: the function the program must define.
+        ended: the response ended by itself (not at the token budget).
+    """
+    blocks, unclosed, outside = _scan(answer)
+    if unclosed:
+        opener = outside[-1][0] + len(outside[-1][1]) + 1  # the open block's first line
+        lines = answer[opener:].split("\n")
+        indent = _opener(outside[-1][1])
+        cut = indent[3] if indent else 0
+        lines = [line[cut:] if line[:cut].strip(" \t") == "" else line for line in lines]
+    elif not blocks:
+        lines = answer.split("\n")
+        first = next((i for i, line in enumerate(lines)
+                      if line.startswith(("def ", "import ", "from ", "class ", "@", "async def "))), None)
+        if first is None:
+            return None
+        lines = lines[first:]
+    else:
+        return None
+    if ended and _defines("\n".join(lines), entry):
+        return "\n".join(lines).rstrip() + "\n"
+    starts = [i for i, line in enumerate(lines) if line[:1] not in ("", " ", "\t", "#", ")", "]", "}")]
+    tried = 0
+    for i in reversed(starts):
+        if tried >= _SALVAGE_TRIES:
+            break
+        code = "\n".join(lines[:i]).rstrip()
+        if not code:
+            break
+        tried += 1
+        if _defines(code, entry):
+            return code + "\n"
+    return None
+
+
+def answer_complete(text: str, language: str | None = None) -> bool:
+    """Whether a response being generated can stop here: its last line closes a code block and the
+    response now reads as a finished answer (:func:`parse_response` finds its program).
+
+    Used as a stop condition while sampling (the rules ask for one block and nothing after it, so
+    what a model writes after the block is never run); reasoning still open never stops.
+    """
+    body = str(text).replace("\r\n", "\n").replace("\r", "\n").rstrip()
+    last = body.rsplit("\n", 1)[-1].strip(" \t")
+    if len(last) < 3 or last.strip(last[0]) or last[0] not in "`~":
+        return False
+    try:
+        parse_response(body, language)
+    except ResponseError:
+        return False
+    return True
 
 
 def strip_reasoning(text: str) -> str:

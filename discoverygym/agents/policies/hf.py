@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from discoverygym.agents.policies.llm import (
     encode_chat,
     make_sample,
 )
-from discoverygym.agents.prompts import FORCE_ANSWER, needs_forcing
+from discoverygym.agents.prompts import FORCE_ANSWER, answer_complete, needs_forcing
 
 __all__ = ["HFPolicy", "load_model_and_tokenizer"]
 
@@ -92,7 +92,8 @@ def load_model_and_tokenizer(model: str | os.PathLike, *, device: str = "cpu", d
     """Load a causal LM and its tokenizer from a local directory or a hub id.
 
     Args:
-        model: local directory, or a Hugging Face hub id (``org/name``).
+        model: local directory, a Hugging Face hub id (``org/name``), or the name of an embedded
+            model (``smollm2``: :mod:`~discoverygym.agents.policies.embedded`, offline).
         device: ``"cpu"``, ``"cuda"``, ``"cuda:N"``.
         dtype: ``"auto"`` (float32 on CPU, bfloat16 on CUDA), ``"float32"``, ``"bfloat16"``, ``"float16"``.
 
@@ -103,11 +104,15 @@ def load_model_and_tokenizer(model: str | os.PathLike, *, device: str = "cpu", d
         ModelUnavailable: a local path that does not exist, is not a directory or has no
             ``config.json``; not a local directory and the hub (or its cache, offline) does not have
             it; the message names the model.
+        BackendUnavailable: an embedded model whose package is not installed (names the install).
     """
     torch, transformers, _ = _imports()
     if dtype == "auto":
         dtype = "float32" if str(device).startswith("cpu") else "bfloat16"
     torch_dtype = getattr(torch, dtype)
+    from discoverygym.agents.policies.embedded import resolve_model
+
+    model = resolve_model(model)  # hf:smollm2 (and its hub id, offline): the converted embedded model
     _check_local_model(model)
     if str(model).startswith("~"):
         model = Path(str(model)).expanduser()
@@ -146,6 +151,9 @@ class HFPolicy:
             parent; :mod:`~discoverygym.agents.policies.edits`).
         adapter: a saved adapter directory to start from.
         seed: seeds the LoRA initialisation.
+        stop_at_answer: end a response as soon as its code block closes and it reads as a finished
+            answer (:func:`~discoverygym.agents.prompts.answer_complete`; ``full`` format only): the
+            rules ask for one block and nothing after it, so later text would never run.
 
     Attributes:
         model: the ``peft.PeftModel``; tokenizer: the tokenizer; name: ``"hf:<model>"``.
@@ -183,6 +191,7 @@ class HFPolicy:
         adapter: str | os.PathLike | None = None,
         seed: int = 0,
         edit_format: str = "full",
+        stop_at_answer: bool = True,
     ) -> None:
         torch, _, peft = _imports()
         if not temperature > 0:
@@ -201,6 +210,7 @@ class HFPolicy:
         self.micro_batch = int(micro_batch)
         self.system = system
         self.edit_format = check_edit_format(edit_format)
+        self.stop_at_answer = bool(stop_at_answer)
         base, self.tokenizer = load_model_and_tokenizer(model, device=self.device, dtype=dtype)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
@@ -224,46 +234,88 @@ class HFPolicy:
         return {i for i in ids if i is not None}
 
     def generate_ids(self, prompt_ids: Sequence[int], n: int, max_new_tokens: int,
-                     generator: Any) -> list[tuple[list[int], list[float], bool]]:
+                     generator: Any, stop: Callable[[list[int]], bool] | None = None,
+                     ) -> list[tuple[list[int], list[float], bool]]:
         """Sample ``n`` continuations of one prompt (no adapter change, no gradient).
+
+        The prompt is run once per chunk and its KV cache repeated for the chunk's rows; rows that
+        ended are dropped from the batch (their cache rows removed), so finished sequences cost nothing.
 
         Args:
             prompt_ids: token ids (length ≥ 1).
             n: continuations (generated in chunks of ``batch_size``).
             max_new_tokens: token limit per continuation.
             generator: ``torch.Generator`` on the model's device.
+            stop: called with a row's token ids after it sampled a token holding a fence character
+                (`` ` `` or ``~``); ``True`` ends that row there (a stop condition such as "the answer's
+                code block just closed"). ``None``: only end-of-sequence ends a row.
 
         Returns:
             ``n`` tuples ``(token ids, log-probs under softmax(logits / temperature), ended)``;
-            ``ended`` means an end-of-sequence token was sampled (it is included, last).
+            ``ended`` means an end-of-sequence token was sampled (it is included, last) or ``stop``
+            said so.
         """
         torch, _, _ = _imports()
         eos = torch.tensor(sorted(self.eos_ids), device=self.device)
+        triggers = self._fence_token_ids() if stop is not None else frozenset()
         out: list[tuple[list[int], list[float], bool]] = []
         for start in range(0, n, self.batch_size):
             rows = min(self.batch_size, n - start)
-            ids = torch.tensor([list(prompt_ids)] * rows, device=self.device)
-            toks = torch.zeros(rows, 0, dtype=torch.long, device=self.device)
-            lps = torch.zeros(rows, 0, dtype=torch.float32, device=self.device)
-            done = torch.zeros(rows, dtype=torch.bool, device=self.device)
-            lengths = torch.full((rows,), max_new_tokens, dtype=torch.long, device=self.device)
+            toks: list[list[int]] = [[] for _ in range(rows)]
+            lps: list[list[float]] = [[] for _ in range(rows)]
+            ended = [False] * rows
+            live = list(range(rows))  # the row of each batch position
             with torch.no_grad():
-                result = self.model(input_ids=ids, use_cache=True)
+                result = self.model(input_ids=torch.tensor([list(prompt_ids)], device=self.device), use_cache=True)
+                key, cache = self._cache_of(result)
+                if rows > 1:
+                    cache.batch_repeat_interleave(rows)
+                logits = result.logits[:, -1, :].expand(rows, -1)
                 for t in range(max_new_tokens):
-                    logp = torch.log_softmax(result.logits[:, -1, :].float() / self.temperature, dim=-1)
+                    logp = torch.log_softmax(logits.float() / self.temperature, dim=-1)
                     tok = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(1)
-                    toks = torch.cat([toks, tok[:, None]], 1)
-                    lps = torch.cat([lps, logp.gather(1, tok[:, None])], 1)
-                    ended = torch.isin(tok, eos) & ~done
-                    lengths = torch.where(ended, torch.full_like(lengths, t + 1), lengths)
-                    done |= ended
-                    if bool(done.all()) or t == max_new_tokens - 1:
+                    lp = logp.gather(1, tok[:, None]).squeeze(1).tolist()
+                    finished = torch.isin(tok, eos).tolist()
+                    keep = []
+                    for j, (r, token) in enumerate(zip(live, tok.tolist())):
+                        toks[r].append(token)
+                        lps[r].append(lp[j])
+                        if finished[j] or (token in triggers and stop(toks[r])):
+                            ended[r] = True
+                        else:
+                            keep.append(j)
+                    if not keep or t == max_new_tokens - 1:
                         break
-                    result = self.model(input_ids=tok[:, None], use_cache=True, **self._cache_kw(result))
-            for r in range(rows):
-                k = int(lengths[r])
-                out.append((toks[r, :k].tolist(), lps[r, :k].tolist(), bool(done[r])))
+                    if len(keep) < len(live):
+                        index = torch.tensor(keep, device=self.device)
+                        cache.batch_select_indices(index)
+                        tok, live = tok[index], [live[j] for j in keep]
+                    result = self.model(input_ids=tok[:, None], use_cache=True, **{key: cache})
+                    logits = result.logits[:, -1, :]
+            out.extend((toks[r], lps[r], ended[r]) for r in range(rows))
         return out
+
+    def room(self, prompt_tokens: int) -> int:
+        """New tokens that fit after a prompt of ``prompt_tokens`` in the model's context
+        (``max_position_embeddings``; at least 1), so a long prompt never runs past it."""
+        limit = getattr(self.model.config, "max_position_embeddings", None)
+        return max(1, int(limit) - int(prompt_tokens)) if limit else self.max_new_tokens
+
+    def _fence_token_ids(self) -> frozenset[int]:
+        """Ids of the vocabulary's tokens that hold a fence character (`` ` `` or ``~``), cached."""
+        if getattr(self, "_fence_ids", None) is None:
+            vocab = self.tokenizer.get_vocab()
+            self._fence_ids = frozenset(i for piece, i in vocab.items() if "`" in piece or "~" in piece)
+        return self._fence_ids
+
+    @staticmethod
+    def _cache_of(result: Any) -> tuple[str, Any]:
+        """``(keyword, cache)`` of a forward result's KV cache (``cache`` in transformers ≥ 5.x, else
+        ``past_key_values``)."""
+        cache = getattr(result, "cache", None)
+        if cache is not None:
+            return "cache", cache
+        return "past_key_values", result.past_key_values
 
     @staticmethod
     def _cache_kw(result: Any) -> dict:
@@ -301,16 +353,21 @@ class HFPolicy:
             prompt_ids = encode_chat(self.tokenizer, messages)
             language = getattr(ctx.problem, "language", "python") or "python"
             phase1 = self.max_new_tokens if self.thinking_budget is None else self.thinking_budget
+            phase1 = min(phase1, self.room(len(prompt_ids)))
+            stop = None
+            if self.stop_at_answer and self.edit_format == "full":
+                def stop(ids: list[int], language: str = language) -> bool:
+                    return answer_complete(self.decode(ids), language)
             group = []
-            for ids, lps, ended in self.generate_ids(prompt_ids, n, phase1, gen):
+            for ids, lps, ended in self.generate_ids(prompt_ids, n, phase1, gen, stop=stop):
                 mask = [True] * len(ids)
                 text = self.decode(ids)
                 if self.thinking_budget is not None and needs_forcing(text, ended):
                     forced = list(self.tokenizer(FORCE_ANSWER, add_special_tokens=False)["input_ids"])
-                    room = self.max_new_tokens - len(ids) - len(forced)
+                    room = min(self.max_new_tokens, self.room(len(prompt_ids))) - len(ids) - len(forced)
                     ids, lps, mask = ids + forced, lps + [0.0] * len(forced), mask + [False] * len(forced)
                     if room > 0:
-                        ids2, lps2, ended = self.generate_ids(prompt_ids + ids, 1, room, gen)[0]
+                        ids2, lps2, ended = self.generate_ids(prompt_ids + ids, 1, room, gen, stop=stop)[0]
                         ids, lps, mask = ids + ids2, lps + lps2, mask + [True] * len(ids2)
                     text = self.decode(ids)
                 group.append(make_sample(

@@ -133,7 +133,8 @@ def make_sample(text: str, language: str, *, ctx: Any = None, edit_format: str =
         return LLMSample(action=action, text=text, parse_error=result.parse_error, apply_error=result.apply_error,
                          edit=result.mode, outcome=outcome, extra=extra, **fields)
     try:
-        action, error, outcome = parse_response(text, language), None, None
+        entry = getattr(getattr(ctx, "problem", None), "entry", None)
+        action, error, outcome = parse_response(text, language, entry=entry, ended=not cut), None, None
     except ResponseError as exc:
         action, error = failed_program(str(exc), language), str(exc)
         outcome = Outcome.TRUNCATED if cut else exc.outcome
