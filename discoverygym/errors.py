@@ -30,3 +30,10 @@ class SandboxError(DiscoveryGymError):
 
 class BackendUnavailable(DiscoveryGymError):
     """An optional backend (bubblewrap, a GPU, a model server, an extra) is not installed or reachable."""
+
+
+class UsageError(DiscoveryGymError):
+    """A command-line mistake (a bad flag value, an unknown env, a run directory that cannot be used).
+
+    Every ``discoverygym`` sub-command prints it on one line and exits with code 2.
+    """

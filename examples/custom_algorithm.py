@@ -33,8 +33,8 @@ def main(argv: list[str] | None = None) -> float:
     p.add_argument("--group-size", type=int, default=16)
     p.add_argument("--run-dir", default=None, help="optional run directory (TensorBoard, checkpoints)")
     args = p.parse_args(argv)
-    config = TrainConfig(env_id=args.env, steps=args.steps, groups=args.groups, group_size=args.group_size,
-                         objective="grpo (custom)", name="grpo")
+    config = TrainConfig(env_id=args.env, policy="gaussian", steps=args.steps, groups=args.groups,
+                         group_size=args.group_size, objective="grpo (custom)", name="grpo")
     result = Trainer(config, args.run_dir, objective=grpo_advantages).run()
     print(f"{args.env}: start {result.initial.score:.6f} -> best {result.best.score:.6f} in {result.steps} steps")
     return result.best.score

@@ -26,19 +26,26 @@ from typing import Protocol
 
 import torch
 
+from discoverygym.types import State
+
 __all__ = [
+    "MIN_ROLLOUT_S",
     "OBJECTIVES",
+    "REPEAT_RTOL",
     "Advantages",
     "Objective",
     "adaptive_beta",
     "entropic_adaptive",
     "entropic_constant",
+    "is_repeat",
     "kl_shaping",
     "kl_to_uniform",
     "loo_entropic_advantages",
     "make_objective",
     "mean_baseline",
+    "progress_rate",
     "register_objective",
+    "scored_advantages",
 ]
 
 #: KL budget of the adaptive β search (TTT-Discover App. A.1).
@@ -277,3 +284,112 @@ def make_objective(name: str, **kwargs: float) -> Objective:
     if name not in OBJECTIVES:
         raise ValueError(f"unknown objective {name!r}; known: {', '.join(OBJECTIVES)}")
     return OBJECTIVES[name](**kwargs)
+
+
+# ----------------------------------------------------------------------------- what enters the objective
+# The trainer's step 4: which signal the objective ranks (rewards, or progress rates), and which
+# rollouts it leaves out (unscored ones, repeats of their start state).
+
+#: the shortest rollout time :func:`progress_rate` divides by (seconds): a timer's resolution floor
+MIN_ROLLOUT_S = 1e-3
+
+
+def progress_rate(starts: list[State], children: list[State], seconds: list[float],
+                  shape: tuple[int, int]) -> torch.Tensor:
+    """Each rollout's gain over its group's start state per second of its wall time (``credit="progress-rate"``).
+
+    ``g_{gk} = max(0, r_child − r_start) / max(s_{gk}, MIN_ROLLOUT_S)`` for a valid child, 0 for an
+    invalid one. Every rollout that gains nothing gets 0 however long it took (a costly failure is
+    not ranked below a cheap one: charging time to failures would push the policy to cheap, useless
+    moves whenever the search stalls), and a group in which nothing improved is dropped by the
+    objective (no update from it). A fixed wall budget buys
+    rollouts by their seconds, so a move that gains δ in 2 s is worth as much as one that gains δ/20
+    in 0.1 s; ranked by reward alone (TTT-Discover) the first wins every group, and a learned
+    operator policy drifts to the costliest moves (the 300 s discovery benchmark, Erdős: a quarter of
+    the frozen policy's steps). For an operator of fixed cost c the expected signal is its progress
+    rate E[gain]/c, the quantity a budgeted search maximises (ours; the reward rate of a
+    semi-Markov decision process, Puterman 1994 §11). Rollout seconds are wall times, so a run with this credit
+    is not bit-identical across worker counts or on resume (the default ``"reward"`` is).
+
+    Args:
+        starts: ``[groups]`` start states; children: the judged children in rollout order
+            (``groups × group_size``, flattened); seconds: each rollout's wall seconds, same order
+            (:attr:`Trainer.last_rollout_s`: its operator, polish and verification, not the sampling).
+        shape: ``(groups, group_size)``.
+
+    Returns:
+        ``[groups, group_size]`` float64 tensor (reward units per second, ≥ 0).
+
+    Raises:
+        ValueError: ``children`` or ``seconds`` do not hold ``groups × group_size`` entries, or
+            ``starts`` does not hold ``groups``.
+    """
+    groups, size = shape
+    if len(starts) != groups or len(children) != groups * size or len(seconds) != groups * size:
+        raise ValueError(f"progress_rate needs {groups} starts and {groups * size} children and timings, got "
+                         f"{len(starts)}, {len(children)} and {len(seconds)}")
+    out = torch.zeros(groups, size, dtype=torch.float64)
+    for i, (child, sec) in enumerate(zip(children, seconds)):
+        g, k = divmod(i, size)
+        if child.valid:
+            out[g, k] = max(0.0, child.reward - starts[g].reward) / max(float(sec), MIN_ROLLOUT_S)
+    return out
+
+
+#: relative reward difference below which a child only repeats its start state (:func:`is_repeat`)
+REPEAT_RTOL = 1e-12
+
+
+def is_repeat(child: State, start: State) -> bool:
+    """Whether a valid ``child`` only reproduces its valid ``start`` state's reward (to :data:`REPEAT_RTOL`).
+
+    Such a rollout (an operator whose local optimiser fell back into the parent's basin, a program
+    that rebuilt the parent) says nothing about which decisions lead to better states: rewarding it
+    like any other teaches a policy to copy its parent, the safest move under an expected-reward
+    objective and the opposite of discovery. With ``TrainConfig.skip_repeats`` (default) it gets no
+    advantage and no update, like an unscored rollout, for every config alike; it still enters
+    the archive (which deduplicates it).
+    """
+    if not (child.valid and start.valid) or child.unscored or start.unscored:
+        return False
+    return abs(child.reward - start.reward) <= REPEAT_RTOL * max(abs(start.reward), 1.0)
+
+
+def scored_advantages(objective: Objective, rewards: torch.Tensor, scored: torch.Tensor) -> tuple[Advantages, torch.Tensor]:
+    """Advantages of the scored rollouts only, and the mask of rollouts that enter the update.
+
+    An *unscored* rollout (:attr:`State.unscored <discoverygym.types.State.unscored>`: e.g. a
+    correct kernel on a machine without a GPU) carries the failure reward although it did not
+    fail, so it must neither get an advantage nor shift its group's baseline. When every rollout
+    is scored this is ``objective(rewards)``; otherwise the objective is applied to each group's
+    scored rollouts alone (a group with fewer than two is dropped), and unscored rollouts get
+    advantage 0 and are left out of the update.
+
+    Args:
+        objective: the advantage function (:class:`Objective`).
+        rewards: ``[groups, rollouts]`` rewards.
+        scored: ``[groups, rollouts]`` bool, False for unscored rollouts.
+
+    Returns:
+        ``(advantages, use)``: an :class:`Advantages` of shape
+        ``[groups, rollouts]`` and a ``[groups * rollouts]`` bool mask (rollouts of kept groups
+        that were scored).
+    """
+    scored = torch.as_tensor(scored, dtype=torch.bool)
+    if bool(scored.all()):
+        adv = objective(rewards)
+        return adv, adv.keep.repeat_interleave(rewards.shape[1])
+    groups = rewards.shape[0]
+    values = torch.zeros_like(rewards, dtype=torch.float64)
+    keep = torch.zeros(groups, dtype=torch.bool)
+    beta = torch.full((groups,), float("nan"), dtype=torch.float64)
+    for g in range(groups):
+        idx = scored[g].nonzero().flatten()
+        if idx.numel() < 2:
+            continue
+        part = objective(rewards[g, idx].reshape(1, -1))
+        keep[g] = bool(part.keep[0])
+        values[g, idx] = part.adv[0].to(torch.float64)
+        beta[g] = float(part.beta[0])
+    values = values * keep[:, None]
+    return Advantages(values, keep, beta), (keep[:, None] & scored).reshape(-1)

@@ -1,6 +1,7 @@
 """What every ``discoverygym`` sub-command shares: the usage error, construction files, one-line messages.
 
-Exit-code convention (every sub-command): 2 for a :class:`UsageError`, 3 for a missing backend.
+Exit-code convention (every sub-command): 2 for a :class:`~discoverygym.errors.UsageError` (the one
+usage error, re-exported here), 3 for a missing backend.
 The kind of a run directory is read by one function, :func:`discoverygym.io.run_kind` (re-exported).
 """
 
@@ -12,14 +13,11 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from discoverygym.errors import UsageError
 from discoverygym.io import run_kind
 
 __all__ = ["UsageError", "check_policy_fits", "json_value", "load_construction", "one_line", "resume_command",
            "run_kind", "seed_value"]
-
-
-class UsageError(Exception):
-    """A command-line mistake: printed on one line and turned into exit code 2."""
 
 
 def one_line(exc: BaseException) -> str:

@@ -39,16 +39,13 @@ from rich.console import Console
 from rich.table import Table
 
 from discoverygym.agents.bench import best_within, rank_test, run_one  # the benchmark's code
+from discoverygym.errors import UsageError
 from discoverygym.types import Direction
 
 __all__ = ["ALPHA", "default_study_dir", "rank_test", "study"]
 
 #: significance level of the verdict lines.
 ALPHA = 0.05
-
-
-class StudyUsage(Exception):
-    """A compare argument or study directory that cannot be used (exit 2)."""
 
 
 def default_study_dir(env_id: str, parent: Path = Path("runs"), now: float | None = None) -> Path:
@@ -86,34 +83,34 @@ def _prepare_root(args: argparse.Namespace, spec: dict) -> tuple[Path, dict]:
 
     if args.run_dir is None:
         if args.resume:
-            raise StudyUsage("--resume needs --run-dir (the study directory to finish)")
+            raise UsageError("--resume needs --run-dir (the study directory to finish)")
         root = default_study_dir(args.env_id)
     else:
         root = Path(args.run_dir)
         blocker = file_in_the_way(root)
         if blocker is not None:
-            raise StudyUsage(f"{blocker} exists and is not a directory (it cannot hold --run-dir {root})")
+            raise UsageError(f"{blocker} exists and is not a directory (it cannot hold --run-dir {root})")
     stored_path = root / "study.json"
     if args.resume:
         if not stored_path.is_file():
-            raise StudyUsage(f"--resume: {root} holds no compare study (no study.json)")
+            raise UsageError(f"--resume: {root} holds no compare study (no study.json)")
         try:
             stored = json.loads(stored_path.read_text())
         except (OSError, ValueError) as exc:
-            raise StudyUsage(f"cannot read {stored_path}: {exc}") from None
+            raise UsageError(f"cannot read {stored_path}: {exc}") from None
         given, kept = spec["overrides"], dict(stored.get("overrides", {}))
         diff = sorted(k for k in spec if k != "overrides" and stored.get(k) != spec[k])
         diff += sorted(k for k, v in given.items() if k not in RESUMABLE_FIELDS and kept.get(k) != v)
         if diff:
-            raise StudyUsage(f"--resume continues the stored study; these arguments differ from it: {', '.join(diff)}"
+            raise UsageError(f"--resume continues the stored study; these arguments differ from it: {', '.join(diff)}"
                              f" (stored: {json.dumps({k: stored.get(k, kept.get(k)) for k in diff})})")
         kept.update({k: v for k, v in given.items() if k in RESUMABLE_FIELDS})
         return root, {**stored, "overrides": kept}
     if stored_path.exists():
-        raise StudyUsage(f"{root} already holds a compare study: finish it with --resume, or drop --run-dir "
+        raise UsageError(f"{root} already holds a compare study: finish it with --resume, or drop --run-dir "
                          "for a new study directory")
     if root.is_dir() and any(root.iterdir()):
-        raise StudyUsage(f"{root} is not empty: choose another --run-dir (or none, for a new study directory)")
+        raise UsageError(f"{root} is not empty: choose another --run-dir (or none, for a new study directory)")
     root.mkdir(parents=True, exist_ok=True)
     (root / "study.json").write_text(json.dumps(spec, indent=2) + "\n")
     return root, spec

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,14 +26,14 @@ from discoverygym.casestats import case_summary
 from discoverygym.cli.common import (
     check_policy_fits,
     json_value,
+    load_construction,
     one_line,
     resume_command,
     run_kind,
     seed_value,
 )
-from discoverygym.errors import BackendUnavailable
+from discoverygym.errors import BackendUnavailable, UsageError
 from discoverygym.io import file_in_the_way
-from discoverygym.types import Direction
 
 __all__ = ["add_parsers", "main", "run"]
 
@@ -150,7 +149,7 @@ def _check_numbers(args: argparse.Namespace) -> None:
             continue
         if not math.isfinite(value) or (value <= low if strict else value < low):
             need = "a finite number > 0" if strict else "a finite number >= 0"
-            raise _Usage(f"--{flag.replace('_', '-')} must be {need}, got {value!r}")
+            raise UsageError(f"--{flag.replace('_', '-')} must be {need}, got {value!r}")
 
 
 #: ``--credit`` values: :data:`discoverygym.agents.trainer.CREDITS` (not imported here: torch loads lazily)
@@ -179,80 +178,69 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _with_default_policy(overrides: dict[str, Any], env_id: str) -> dict[str, Any]:
-    """``overrides`` with the default numeric policy of ``env_id`` when ``--policy`` is not given:
-    :func:`~discoverygym.agents.trainer.default_policy` (``operators`` for problems that declare
-    operators), or ``gaussian`` when a Gaussian-policy flag (``--sigma``, ``--polish``,
-    ``--polish-kwargs``) is given."""
+    """``overrides`` with the default numeric policy of ``env_id`` when ``--policy`` is not given
+    (``compare``, whose study records it): :func:`~discoverygym.agents.config.default_policy`
+    (``operators`` for problems that declare operators, ``gaussian`` when a Gaussian-policy flag,
+    ``--sigma``, ``--polish``, ``--polish-kwargs``, is given)."""
     if "policy" in overrides:
         return overrides
-    from discoverygym.agents.trainer import default_policy
+    from discoverygym.agents.config import default_policy
 
-    gaussian_flags = bool(overrides.get("policy_kwargs"))
-    return {**overrides, "policy": "gaussian" if gaussian_flags else default_policy(env_id)}
-
-
-class _Usage(Exception):
-    pass
+    return {**overrides, "policy": default_policy(env_id, overrides.get("policy_kwargs"))}
 
 
 def _check_new_run_dir(run_dir: Path) -> None:
     """Refuse a ``--run-dir`` for a new run that is a file, lies under a file, or holds a run."""
     blocker = file_in_the_way(run_dir)
     if blocker == run_dir:
-        raise _Usage(f"{run_dir} exists and is not a directory")
+        raise UsageError(f"{run_dir} exists and is not a directory")
     if blocker is not None:
-        raise _Usage(f"{blocker} exists and is not a directory (it cannot hold --run-dir {run_dir})")
+        raise UsageError(f"{blocker} exists and is not a directory (it cannot hold --run-dir {run_dir})")
     if (run_dir / "checkpoints" / "latest.json").exists() or any((run_dir / "checkpoints").glob("step_*")):
-        raise _Usage(f"{run_dir} already holds a run: pass --resume or choose another --run-dir")
+        raise UsageError(f"{run_dir} already holds a run: pass --resume or choose another --run-dir")
     kind = run_kind(run_dir)
     if kind in ("search", "post-train"):
-        raise _Usage(f"{run_dir} holds a {kind} run: choose another --run-dir")
+        raise UsageError(f"{run_dir} holds a {kind} run: choose another --run-dir")
 
 
 def _stored_train_config(run_dir: Path, env_id: str) -> dict:
     """The ``config.json`` of the train run in ``run_dir``, for ``--resume`` of ``env_id``.
 
     Raises:
-        _Usage: no such directory / not a directory / no or unreadable config.json; the directory
+        UsageError: no such directory / not a directory / no or unreadable config.json; the directory
             holds another kind of run (search, post-train) or a run of another env.
     """
     if not run_dir.exists():
-        raise _Usage(f"--resume: {run_dir} does not exist (nothing to resume; start the run without --resume)")
+        raise UsageError(f"--resume: {run_dir} does not exist (nothing to resume; start the run without --resume)")
     if not run_dir.is_dir():
-        raise _Usage(f"{run_dir} exists and is not a directory")
+        raise UsageError(f"{run_dir} exists and is not a directory")
     cfg_path = run_dir / "config.json"
     if not cfg_path.is_file():
-        raise _Usage(f"{run_dir} holds no run to resume (no config.json)")
+        raise UsageError(f"{run_dir} holds no run to resume (no config.json)")
     try:
         stored = json.loads(cfg_path.read_text())
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise _Usage(f"cannot read {cfg_path}: {exc}") from None
+        raise UsageError(f"cannot read {cfg_path}: {exc}") from None
     except RecursionError:
-        raise _Usage(f"cannot read {cfg_path}: nested too deeply to be a configuration") from None
+        raise UsageError(f"cannot read {cfg_path}: nested too deeply to be a configuration") from None
     if not isinstance(stored, dict):
-        raise _Usage(f"{cfg_path} is not a train configuration (not a JSON object)")
+        raise UsageError(f"{cfg_path} is not a train configuration (not a JSON object)")
     kind = run_kind(run_dir)
     if kind == "other":
-        raise _Usage(f"{run_dir} does not hold a train run ({cfg_path} has no groups/group_size)")
+        raise UsageError(f"{run_dir} does not hold a train run ({cfg_path} has no groups/group_size)")
     if kind != "train":
         hint = {"search": f"; continue it with `discoverygym search {stored.get('env_id', 'ENV')} --run-dir {run_dir} "
                           "--resume`"}.get(kind, "")
-        raise _Usage(f"{run_dir} holds a {kind} run, not a train run{hint}")
+        raise UsageError(f"{run_dir} holds a {kind} run, not a train run{hint}")
     if stored.get("env_id") != env_id:
-        raise _Usage(f"{run_dir} holds a train run of {stored.get('env_id')}, not {env_id} "
-                     f"(resume it with `discoverygym train {stored.get('env_id')} --run-dir {run_dir} --resume`)")
+        raise UsageError(f"{run_dir} holds a train run of {stored.get('env_id')}, not {env_id} "
+                          f"(resume it with `discoverygym train {stored.get('env_id')} --run-dir {run_dir} --resume`)")
     return stored
 
 
 def _load_init(path: str | None) -> Any:
-    if path is None:
-        return None
-    from discoverygym.cli.common import UsageError, load_construction
-
-    try:
-        return load_construction(Path(path))
-    except UsageError as exc:
-        raise _Usage(str(exc)) from None
+    """The ``--init`` construction, or ``None`` (:func:`~discoverygym.cli.common.load_construction`)."""
+    return None if path is None else load_construction(Path(path))
 
 
 def _make_config(factory: Any, *args: Any, **kwargs: Any) -> Any:
@@ -260,7 +248,7 @@ def _make_config(factory: Any, *args: Any, **kwargs: Any) -> Any:
     try:
         return factory(*args, **kwargs)
     except (ValueError, TypeError) as exc:
-        raise _Usage(str(exc)) from None
+        raise UsageError(str(exc)) from None
 
 
 def _check_policy_fits(config: Any) -> None:
@@ -268,44 +256,54 @@ def _check_policy_fits(config: Any) -> None:
     try:
         check_policy_fits(config.policy, config.env_id)
     except ValueError as exc:
-        raise _Usage(str(exc)) from None
+        raise UsageError(str(exc)) from None
 
 
 def _fmt(v: float | None) -> str:
     return "—" if v is None else f"{v:.10g}"
 
 
-def _train(args: argparse.Namespace, console: Console) -> int:
-    """``train`` for every learner: the numeric policy on constructions, an LLM on programs."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+def train_config(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The configuration ``discoverygym train`` runs for parsed ``args``, and the ``--init`` construction.
 
-    from discoverygym.agents.trainer import (
+    A new run is ``ablation_config(agent, env_id=..., **flags)`` with only the flags the user set, so
+    that its defaults are :class:`~discoverygym.agents.config.TrainConfig`'s (``TrainConfig(env_id=E)``
+    is what ``discoverygym train E`` runs); ``--resume`` continues the stored ``config.json`` (old flat
+    files too), where only :data:`~discoverygym.agents.config.RESUMABLE_FIELDS` may change.
+
+    Raises:
+        UsageError: an unknown env or agent, a bad flag value or combination, a ``--run-dir`` that
+            cannot hold this run, a policy that cannot act on the env, an unreadable ``--init``.
+    """
+    import dataclasses
+
+    from discoverygym.agents.config import (
         ABLATIONS,
         RESUMABLE_FIELDS,
-        UNLIMITED_STEPS,
+        LLMConfig,
         TrainConfig,
-        Trainer,
         ablation_config,
+        flat_config,
         policy_mismatch,
     )
     from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
     from discoverygym.policy import is_llm_spec
 
     if args.env_id not in ENVS and args.env_id not in PROGRAM_TASKS:
-        raise _Usage(f"unknown env {args.env_id!r}; run `discoverygym list`")
+        raise UsageError(f"unknown env {args.env_id!r}; run `discoverygym list`")
     name = AGENTS.get(args.agent, args.agent)
     if name not in ABLATIONS:
-        raise _Usage(f"unknown agent {args.agent!r}; use ttt-discover, naive-rl or one of {', '.join(ABLATIONS)}")
+        raise UsageError(f"unknown agent {args.agent!r}; use ttt-discover, naive-rl or one of {', '.join(ABLATIONS)}")
     run_dir = Path(args.run_dir)
     overrides = _overrides(args)
     if args.resume:
         stored = _stored_train_config(run_dir, args.env_id)
-        import dataclasses
-
-        defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}  # a run saved before a field existed
-        conflicts = [k for k, v in overrides.items() if k not in RESUMABLE_FIELDS and stored.get(k, defaults.get(k)) != v]
+        # a run saved before a field existed has its default
+        defaults = {f.name: f.default for cls in (TrainConfig, LLMConfig) for f in dataclasses.fields(cls)}
+        flat = flat_config(stored)
+        conflicts = [k for k, v in overrides.items() if k not in RESUMABLE_FIELDS and flat.get(k, defaults.get(k)) != v]
         if conflicts:
-            raise _Usage(
+            raise UsageError(
                 f"--resume continues with the stored configuration; these arguments differ from it: "
                 f"{', '.join(sorted(conflicts))} (only {', '.join(RESUMABLE_FIELDS)} may change)"
             )
@@ -316,16 +314,50 @@ def _train(args: argparse.Namespace, console: Console) -> int:
         if is_llm_spec(overrides.get("policy", "")):
             for flag in ("sigma", "polish", "polish_kwargs", "init"):
                 if getattr(args, flag, None) is not None:
-                    raise _Usage(f"--{flag.replace('_', '-')} applies to the numeric policy, not to LLM policies")
+                    raise UsageError(f"--{flag.replace('_', '-')} applies to the numeric policy, not to LLM policies")
         _check_new_run_dir(run_dir)
-        overrides = _with_default_policy(overrides, args.env_id)
-        config = _make_config(ablation_config, name, env_id=args.env_id, init=args.init, **overrides)
+        if args.init is not None:
+            overrides["init"] = args.init
+        config = _make_config(ablation_config, name, env_id=args.env_id, **overrides)
         initial = _load_init(args.init)
     if config.family == "numeric":
         mismatch = policy_mismatch(config)
         if mismatch:
-            raise _Usage(mismatch)
+            raise UsageError(mismatch)
         _check_policy_fits(config)
+    return config, initial
+
+
+def _train(args: argparse.Namespace, console: Console) -> int:
+    """``train`` for every learner: parse (:func:`train_config`), run (:func:`_run`), print the summary."""
+    config, initial = train_config(args)
+    ran = _run(args, config, initial, console)
+    if ran is None:
+        return 1
+    trainer, result = ran
+    from discoverygym.agents.summary import train_summary
+
+    summary = train_summary(config, result, trainer.problem, Path(args.run_dir))
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        _print_summary(console, summary, trainer.problem, config, result)
+    return 0
+
+
+def _run(args: argparse.Namespace, config: Any, initial: Any, console: Console) -> tuple[Any, Any] | None:
+    """Train ``config`` into ``--run-dir`` with a progress display: ``(trainer, result)``, or ``None``
+    when an LLM server failed mid-run (said on stderr, with the command that resumes: exit 1).
+
+    Raises:
+        UsageError: the trainer refused the configuration or the run directory.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from discoverygym.agents.config import UNLIMITED_STEPS
+    from discoverygym.agents.policies.llm import ModelUnavailable
+    from discoverygym.agents.trainer import Trainer
+
     llm = config.family == "llm"
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("best {task.fields[best]}"), TextColumn("{task.fields[rate]} eval/s"),
@@ -343,12 +375,11 @@ def _train(args: argparse.Namespace, console: Console) -> int:
                   f"{m['reward/mean']:.6g}  valid {m['valid_fraction']:.2f}{extra}  {m['perf/step_time_s']:.2f} s",
                   flush=True)
 
-    from discoverygym.agents.policies.llm import ModelUnavailable
-
+    run_dir = Path(args.run_dir)
     try:
         trainer = Trainer(config, run_dir, initial=initial, resume=args.resume, callback=on_step)
     except (ModelUnavailable, ValueError, FileExistsError, FileNotFoundError, NotADirectoryError) as exc:
-        raise _Usage(one_line(exc)) from None
+        raise UsageError(one_line(exc)) from None
     try:
         with progress:
             result = trainer.run()
@@ -361,39 +392,24 @@ def _train(args: argparse.Namespace, console: Console) -> int:
             raise
         print(f"discoverygym train: failed: {' '.join(str(exc).split())}\n"
               f"the run directory {run_dir} is resumable: {_resume_hint(args)}", file=sys.stderr)
-        return 1
-    problem = trainer.problem
-    record = problem.sota.get("value")
-    has_record = isinstance(record, (int, float)) and math.isfinite(record)
-    sense = Direction(problem.direction)
-    better = sense.better
-    best = result.best.score if result.best.valid else None
-    start = result.initial.score
-    # a CPU-timing proxy score (kernel envs with device="cpu") is never compared with a GPU record
-    proxy = result.best.metadata.get("proxy") if result.best.valid else None
-    improved = bool(best is not None and (start is None or better(best, start)))
-    summary = {
-        "env_id": config.env_id, "config": config.name, "policy": config.policy, "steps": result.steps,
-        "elapsed_s": result.elapsed_s, "initial_score": start, "best_score": best, "record": record,
-        "record_source": problem.sota.get("source"),
-        "gap_to_record": sense.gap(best, record) if best is not None and has_record and not proxy else None,
-        # the registered record is rounded: only an improvement over the start can beat it
-        "beats_record": bool(has_record and best is not None and better(best, record) and improved and not proxy),
-        "proxy": proxy,
-        "improved": improved, "run_dir": str(run_dir), "best_file": str(run_dir / "best.json"),
-    }
-    if args.json:
-        print(json.dumps(summary))
-        return 0
+        return None
+    return trainer, result
+
+
+def _print_summary(console: Console, summary: dict, problem: Any, config: Any, result: Any) -> None:
+    """The end-of-run table (start, best, record, gap, time, run dir) and the per-case scores."""
+    llm = config.family == "llm"
+    run_dir, best, proxy = summary["run_dir"], summary["best_score"], summary["proxy"]
     title = f"{problem.title}: {config.name}" + (f" with {config.policy}" if llm else "") + f", {result.steps} steps"
     table = Table(title=title, show_header=False)
-    table.add_row("start", "unscored (not judged on this machine)" if result.initial.unscored else _fmt(start))
+    table.add_row("start", "unscored (not judged on this machine)" if result.initial.unscored
+                  else _fmt(summary["initial_score"]))
     table.add_row("best", _fmt(best) + (f" ({proxy.upper()} proxy, not comparable with the GPU record)" if proxy else ""))
-    table.add_row("published record", f"{record} ({problem.sota.get('source')})")
+    table.add_row("published record", f"{summary['record']} ({summary['record_source']})")
     if summary["gap_to_record"] is not None:
         table.add_row("gap to record", f"{summary['gap_to_record']:+.3e} ("
                       + ("beats it" if summary["beats_record"] else "does not beat it") + ")")
-    table.add_row("vs start", "improved" if improved else "no improvement (best = start)")
+    table.add_row("vs start", "improved" if summary["improved"] else "no improvement (best = start)")
     table.add_row("time", f"{result.elapsed_s:.1f} s this call")
     table.add_row("run dir", f"{run_dir}  (tensorboard --logdir {run_dir}"
                   + ("; responses in samples.jsonl)" if llm else ")"))
@@ -401,42 +417,41 @@ def _train(args: argparse.Namespace, console: Console) -> int:
     cases = case_summary(result.best.metadata if result.best.valid else None)
     if cases:
         console.print(cases, highlight=False, markup=False)
-    return 0
 
 
 def _compare(args: argparse.Namespace, console: Console) -> int:
     """``compare``: check the arguments, then run the study (:func:`discoverygym.cli.compare.study`)."""
     from discoverygym.agents.bench import REFERENCES, trainer_config
     from discoverygym.agents.trainer import ABLATIONS
-    from discoverygym.cli.compare import StudyUsage, study
+    from discoverygym.cli.compare import study
     from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
     from discoverygym.policy import is_llm_spec
 
     if args.env_id in PROGRAM_TASKS:
-        raise _Usage(f"{args.env_id} takes programs: compare runs the numeric policy on construction envs; "
-                     "train it with an LLM policy (`discoverygym train --policy hf:PATH_OR_ID ...`)")
+        raise UsageError(f"{args.env_id} takes programs: compare runs the numeric policy on construction envs; "
+                          "train it with an LLM policy (`discoverygym train --policy hf:PATH_OR_ID ...`)")
     if args.env_id not in ENVS:
-        raise _Usage(f"unknown env {args.env_id!r}; run `discoverygym list`")
+        raise UsageError(f"unknown env {args.env_id!r}; run `discoverygym list`")
     if args.run_dir is not None:
         blocker = file_in_the_way(Path(args.run_dir))
         if blocker is not None:
-            raise _Usage(f"{blocker} exists and is not a directory (it cannot hold --run-dir {args.run_dir})")
+            raise UsageError(f"{blocker} exists and is not a directory (it cannot hold --run-dir {args.run_dir})")
 
     if is_llm_spec(args.policy or ""):
-        raise _Usage("compare runs the numeric policy; for LLM policies run `discoverygym train` once per config")
+        raise UsageError("compare runs the numeric policy; for LLM policies run `discoverygym train` once per config")
     names = [AGENTS.get(n.strip(), n.strip()) for n in args.configs.split(",") if n.strip()]
     unknown = [n for n in names if n not in ABLATIONS and n not in REFERENCES]
     if unknown:
-        raise _Usage(f"unknown config(s) {', '.join(unknown)}; known: {', '.join((*ABLATIONS, *REFERENCES))}")
+        raise UsageError(f"unknown config(s) {', '.join(unknown)}; known: {', '.join((*ABLATIONS, *REFERENCES))}")
     if any(n in REFERENCES for n in names) and args.budget_s is None:
-        raise _Usage(f"the references ({', '.join(n for n in names if n in REFERENCES)}) run for a wall budget: "
-                     "give --budget-s (and the trainer configs get the same budget)")
+        raise UsageError(f"the references ({', '.join(n for n in names if n in REFERENCES)}) run for a wall budget: "
+                          "give --budget-s (and the trainer configs get the same budget)")
     if not names:
-        raise _Usage("--configs names no config")
+        raise UsageError("--configs names no config")
     if len(set(names)) != len(names):
-        raise _Usage(f"--configs names a config twice: {args.configs}")
+        raise UsageError(f"--configs names a config twice: {args.configs}")
     if args.seeds < 1:
-        raise _Usage(f"--seeds must be >= 1, got {args.seeds}")
+        raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
     initial = _load_init(args.init)
     overrides = _with_default_policy(_overrides(args), args.env_id)
     overrides.pop("seed", None)
@@ -448,10 +463,7 @@ def _compare(args: argparse.Namespace, console: Console) -> int:
         _check_policy_fits(config)
         return config
 
-    try:
-        return study(args, console, names, overrides, initial, make)
-    except StudyUsage as exc:
-        raise _Usage(str(exc)) from None
+    return study(args, console, names, overrides, initial, make)
 
 
 def _resume_hint(args: argparse.Namespace) -> str:
@@ -479,7 +491,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         return _train(args, console) if args.command == "train" else _compare(args, console)
-    except _Usage as exc:
+    except UsageError as exc:
         print(f"discoverygym: error: {exc}", file=sys.stderr)
         return 2
     except BackendUnavailable as exc:

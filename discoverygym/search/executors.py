@@ -16,6 +16,9 @@
 * :class:`InlineEvaluator`: evaluates in the calling thread (tests, debugging, benchmarks).
 
 ``submit(task)`` returns a ``concurrent.futures.Future`` resolving to an :class:`EvalResult`.
+A task may carry a *pending* job instead of its action (an operator or a polish run of a numeric
+policy, :attr:`Sample.pending <discoverygym.policy.Sample.pending>`): the worker runs it, then
+judges what it returned (the trainer's rollouts, :mod:`discoverygym.agents.trainer`).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import sys
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -43,6 +46,7 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = [
+    "EnvCopy",
     "EvalResult",
     "EvalTask",
     "Evaluator",
@@ -85,17 +89,38 @@ class EvaluatorSpec:
 
 
 @dataclass(frozen=True)
+class EnvCopy:
+    """An env the caller built, shipped to every worker as a pickled copy (``make`` returns it).
+
+    For an env that an :class:`EvaluatorSpec` cannot rebuild: one handed to a trainer (``env=``),
+    or one whose state after ``reset`` matters to its ``evaluate``. Its problem's functions must
+    be importable module-level functions to cross process boundaries.
+    """
+
+    env: Any
+
+    def make(self) -> Any:
+        """The env itself (a copy in each worker process)."""
+        return self.env
+
+
+@dataclass(frozen=True)
 class EvalTask:
     """One candidate to evaluate.
 
     Attributes:
-        action: construction (array/list) or program text.
+        action: construction (array/list) or program text (``None`` when ``pending`` computes it).
         id: the state id to give the result.
-        parent_ids: the result's parents (every inspiration of its prompt).
+        parent_ids: the result's parents (every inspiration of its prompt); default ``(parent.id,)``
+            when ``parent`` is given.
         parent_solution: the construction passed to a program as ``parent`` (code mode of a
-            construction problem).
+            construction problem), when ``parent`` is not given.
         seed: the seed passed to a program (ignored for constructions).
         metadata: extra metadata for the result (trajectory, step, candidate index).
+        pending: a zero-argument picklable job that returns the action (an operator or a polish run,
+            :attr:`Sample.pending <discoverygym.policy.Sample.pending>`), run in the worker before
+            judging; one that raises gives an invalid result (``"operator failed: ..."``).
+        parent: the start state the candidate derives from (judged against it, never re-verified).
     """
 
     action: Any
@@ -104,26 +129,44 @@ class EvalTask:
     parent_solution: Any = None
     seed: int = 0
     metadata: dict = field(default_factory=dict)
+    pending: Callable[[], Any] | None = None
+    parent: State | None = None
 
 
 @dataclass
 class EvalResult:
-    """An evaluated candidate: the verified :class:`State` and the worker's busy time (seconds)."""
+    """An evaluated candidate: the verified :class:`State`, the worker's busy time (seconds: the pending
+    job and the verification), the worker's pid, and the action judged (what ``pending`` returned)."""
 
     state: State
     busy_s: float
     worker: int
+    action: Any = None
 
 
 def evaluate_task(env: gym.Env, task: EvalTask) -> EvalResult:
-    """Score one task with ``env.unwrapped.evaluate`` (never raises for a bad candidate: it becomes an invalid State)."""
+    """Run a task's pending job, if any, and score its action with ``env.unwrapped.evaluate``.
+
+    Never raises for a bad candidate or a failing job: either becomes an invalid State with the
+    failure reward and the reason in ``error``.
+    """
     start = time.perf_counter()
-    parent = None
-    if task.parent_solution is not None:
+    judge = env.unwrapped
+    parent = task.parent
+    if parent is None and task.parent_solution is not None:
         parent = State(task.parent_solution, None, 0.0, True, id=task.parent_ids[0] if task.parent_ids else "")
-    state = env.unwrapped.evaluate(task.action, parent=parent, seed=task.seed, id=task.id,
-                                   parent_ids=tuple(task.parent_ids), metadata=task.metadata)
-    return EvalResult(state, time.perf_counter() - start, os.getpid())
+    parent_ids = tuple(task.parent_ids) if task.parent_ids or task.parent is None else (parent.id,)
+    action = task.action
+    if task.pending is not None:
+        try:
+            action = task.pending()
+        except Exception as exc:  # noqa: BLE001 - an operator failure is a failed rollout, not a crash
+            state = State(None, None, judge.failure_reward, False, id=task.id, parent_ids=parent_ids,
+                          error=f"operator failed: {type(exc).__name__}: {exc}", metadata=dict(task.metadata))
+            return EvalResult(state, time.perf_counter() - start, os.getpid(), None)
+    state = judge.evaluate(action, parent=parent, seed=task.seed, id=task.id, parent_ids=parent_ids,
+                           metadata=task.metadata)
+    return EvalResult(state, time.perf_counter() - start, os.getpid(), action)
 
 
 class Evaluator(ABC):
@@ -277,10 +320,12 @@ def _sigint_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def _init_worker(spec: EvaluatorSpec, guard: ParentGuard | None = None, threads: int | None = None) -> None:
+def _init_worker(spec: EvaluatorSpec | EnvCopy, guard: ParentGuard | None = None, threads: int | None = None) -> None:
     global _WORKER_ENV
     if threads is not None:  # one of several workers: BLAS single-threaded, the pool gives the parallelism
         limit_native_threads(threads)
+        if "torch" in sys.modules:  # loaded by a preload or the env (a job may run an Adam optimiser)
+            sys.modules["torch"].set_num_threads(threads)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (orderly stop)
     if hasattr(signal, "pthread_sigmask"):  # blocked since the parent started this worker
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
@@ -306,25 +351,32 @@ class LocalEvaluator(Evaluator):
     search leaves no process behind and ``--resume`` starts from a clean machine.
 
     Args:
-        spec: the environment every worker builds.
+        spec: the environment every worker builds (an :class:`EvaluatorSpec`), or an
+            :class:`EnvCopy` of one built by the caller.
         workers: pool size (default: the CPUs available to this process; must be >= 1). With more
-            than one, each worker runs its BLAS single-threaded (:func:`~discoverygym.io.limit_native_threads`).
+            than one, each worker runs its BLAS (and torch, when loaded) single-threaded
+            (:func:`~discoverygym.io.limit_native_threads`).
         start_method: multiprocessing start method (default ``"spawn"``: workers are direct
             children; ``fork`` is avoided because the runner has threads; with ``forkserver``
             the workers watch this process's pid instead of their parent).
+        preload: modules the forkserver imports once for all its workers (``forkserver`` only).
 
     Raises:
         ValueError: ``workers`` < 1.
     """
 
-    def __init__(self, spec: EvaluatorSpec, workers: int | None = None, start_method: str | None = None) -> None:
+    def __init__(self, spec: EvaluatorSpec | EnvCopy, workers: int | None = None, start_method: str | None = None,
+                 preload: Sequence[str] = ()) -> None:
         self.workers = available_cpus() if workers is None else int(workers)
         if self.workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         method = start_method or "spawn"
+        ctx = multiprocessing.get_context(method)
+        if method == "forkserver" and preload:
+            ctx.set_forkserver_preload(list(preload))
         self._pool = ProcessPoolExecutor(
             max_workers=self.workers,
-            mp_context=multiprocessing.get_context(method),
+            mp_context=ctx,
             initializer=_init_worker,
             initargs=(spec, ParentGuard(os.getpid(), direct=method != "forkserver"),
                       1 if self.workers > 1 else None),

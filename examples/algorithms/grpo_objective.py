@@ -37,8 +37,8 @@ def main(argv: list[str] | None = None) -> Trainer:
     p.add_argument("--groups", type=int, default=2)
     p.add_argument("--group-size", type=int, default=8)
     args = p.parse_args(argv)
-    config = TrainConfig(env_id=args.env, steps=args.steps, groups=args.groups, group_size=args.group_size,
-                         objective="grpo", reuse="none", name="grpo")
+    config = TrainConfig(env_id=args.env, policy="gaussian", steps=args.steps, groups=args.groups,
+                         group_size=args.group_size, objective="grpo", reuse="none", name="grpo")
     trainer = Trainer(config)
     result = trainer.run()
     print(f"{args.env}: start {result.initial.score:.6f} -> best {result.best.score:.6f} (grpo)")

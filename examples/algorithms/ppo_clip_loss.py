@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> Trainer:
     p.add_argument("--eps", type=float, default=0.2)
     p.add_argument("--kl-coef", type=float, default=0.1)
     args = p.parse_args(argv)
-    config = TrainConfig(env_id=args.env, steps=args.steps, groups=2, group_size=8, loss="ppo-clip",
+    config = TrainConfig(env_id=args.env, policy="gaussian", steps=args.steps, groups=2, group_size=8, loss="ppo-clip",
                          loss_kwargs={"eps": args.eps}, kl_coef=args.kl_coef, name="ppo-clip")
     trainer = Trainer(config)
     result = trainer.run()

@@ -81,7 +81,7 @@ def test_cem_update_moves_the_mean_toward_the_elite():
 def test_a_custom_loss_is_refused_by_a_learner_that_cannot_apply_it():
     ns = _example("cem_update")
     cem = ns["CEMLearner"](np.zeros((26, 3)))
-    cfg = TrainConfig(env_id="CirclePacking-26-v0", steps=1, groups=1, group_size=2, reuse="none")
+    cfg = TrainConfig(env_id="CirclePacking-26-v0", policy="gaussian", steps=1, groups=1, group_size=2, reuse="none")
     with pytest.raises(ValueError, match="does not compute its loss locally"):
         Trainer(cfg, learners=(cem, cem), loss=importance_sampling_loss)
     with pytest.raises(ValueError, match="unknown loss"):

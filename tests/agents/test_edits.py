@@ -201,4 +201,4 @@ def test_train_config_edit_format():
         TrainConfig(env_id="CirclePacking-26-v0", policy="gaussian", edit_format="diff")
     with pytest.raises(ValueError, match="edit_format"):
         TrainConfig(env_id="CirclePacking-26-v0", policy="hf:x", edit_format="udiff")
-    assert TrainConfig(env_id="CirclePacking-26-v0", policy="hf:x", edit_format="diff").to_dict()["edit_format"] == "diff"
+    assert TrainConfig(env_id="CirclePacking-26-v0", policy="hf:x", edit_format="diff").to_dict()["llm"]["edit_format"] == "diff"

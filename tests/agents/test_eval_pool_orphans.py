@@ -19,10 +19,10 @@ SCRIPT = textwrap.dedent("""
     import os, signal
     import gymnasium as gym
     import discoverygym  # noqa: F401 - registers the envs
-    from discoverygym.agents.trainer import _EvalPool
+    from discoverygym.agents.trainer import rollout_pool
 
     if __name__ == "__main__":
-        pool = _EvalPool(gym.make("CirclePacking-26-v0").unwrapped, 2)
+        pool = rollout_pool(gym.make("CirclePacking-26-v0").unwrapped, 2)
         pids = {f.result() for f in [pool._pool.submit(os.getpid) for _ in range(8)]}
         print(" ".join(map(str, sorted(pids))), flush=True)
         os.kill(os.getpid(), signal.SIGKILL)  # no finally block, no atexit: the pool is not closed

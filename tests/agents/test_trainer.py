@@ -86,7 +86,8 @@ def test_eight_ablations_are_configs_of_one_trainer():
     assert set(ABLATIONS) == {"full", "constant-beta", "expected-reward", "no-training", "epsilon-greedy",
                               "no-reuse", "naive-rl", "best-of-n", "progress-rate"}  # the eight, and one of ours
     for name in ABLATIONS:
-        tr = Trainer(ablation_config(name, env_id="CirclePacking-26-v0", steps=2, groups=2, group_size=4))
+        tr = Trainer(ablation_config(name, env_id="CirclePacking-26-v0", policy="gaussian", steps=2, groups=2,
+                                     group_size=4))
         before = [p.detach().clone() for p in tr.policy.parameters()]
         res = tr.run()
         assert res.steps == 2 and res.best.reward >= res.initial.reward
@@ -111,7 +112,8 @@ def _read_events(run: Path) -> tuple[set, set]:
 
 
 def test_run_dir_tensorboard_and_exact_resume(tmp_path):
-    cfg = TrainConfig(env_id="CirclePacking-26-v0", steps=4, groups=3, group_size=6, seed=3, image_every=2)
+    cfg = TrainConfig(env_id="CirclePacking-26-v0", policy="gaussian", steps=4, groups=3, group_size=6, seed=3,
+                      image_every=2)
     full = Trainer(cfg, tmp_path / "a").run()
     Trainer(TrainConfig(**{**cfg.to_dict(), "steps": 2}), tmp_path / "b").run()
     stored = json.loads((tmp_path / "b" / "config.json").read_text())
@@ -159,7 +161,7 @@ def test_entropic_objective_beats_mean_baseline_on_best_reward():
     for objective in ("entropic-adaptive", "mean-baseline"):
         gains[objective] = []
         for seed in range(5):
-            cfg = TrainConfig(env_id="CirclePacking-26-v0", steps=20, groups=4, group_size=16, seed=seed,
+            cfg = TrainConfig(env_id="CirclePacking-26-v0", policy="gaussian", steps=20, groups=4, group_size=16, seed=seed,
                               objective=objective, reuse="none")
             res = Trainer(cfg).run()
             gains[objective].append(res.best.reward - res.initial.reward)
@@ -215,7 +217,7 @@ def test_custom_algorithm_example_runs(tmp_path, monkeypatch):
 
 
 def _two_step_run(tmp_path: Path) -> tuple[TrainConfig, Path]:
-    cfg = TrainConfig(env_id="CirclePacking-26-v0", steps=2, groups=2, group_size=4, seed=1)
+    cfg = TrainConfig(env_id="CirclePacking-26-v0", policy="gaussian", steps=2, groups=2, group_size=4, seed=1)
     Trainer(cfg, tmp_path / "run").run()
     return cfg, tmp_path / "run"
 
@@ -223,9 +225,9 @@ def _two_step_run(tmp_path: Path) -> tuple[TrainConfig, Path]:
 def test_resume_finds_the_step_directory_when_latest_json_was_never_written(tmp_path, monkeypatch):
     """Issue 14, item 6: a disk that fills at the first checkpoint leaves a complete step directory
     but no latest.json; resume said there was nothing to resume."""
-    from discoverygym.agents import trainer as trainer_module
+    from discoverygym.agents import checkpoint as trainer_module  # where checkpoints are written
 
-    cfg = TrainConfig(env_id="CirclePacking-26-v0", steps=1, groups=2, group_size=4, seed=1)
+    cfg = TrainConfig(env_id="CirclePacking-26-v0", policy="gaussian", steps=1, groups=2, group_size=4, seed=1)
     real_write = trainer_module.atomic_write_json
 
     def full_disk(path, data, **kwargs):

@@ -1,0 +1,134 @@
+"""What a training run is built from: its env, its reuse wrapper, and its learners (sampler + learner).
+
+:class:`~discoverygym.agents.trainer.Trainer` calls these once, at construction; a script that
+brings its own env or learners passes them to the trainer instead (``env=``, ``learners=``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from discoverygym.agents.config import REUSE_RULES, TrainConfig
+from discoverygym.policy import POLICIES, split_spec
+from discoverygym.search.reuse import ReuseWrapper
+from discoverygym.types import State
+
+__all__ = ["build_learners", "check_polish_kwargs", "make_reuse", "make_train_env"]
+
+
+def make_train_env(config: TrainConfig) -> gym.Env:
+    """The env of a run: ``gym.make(env_id, action_mode=..., **env_kwargs)`` without a render mode.
+
+    Raises:
+        ValueError: an env id that is not registered (the message points to ``discoverygym list``).
+    """
+    try:
+        # Gymnasium's passive checker only warns ("Casting input x to numpy array") on list actions
+        return gym.make(config.env_id, action_mode=config.action_mode, disable_env_checker=True, **config.env_kwargs)
+    except gym.error.Error as exc:
+        raise ValueError(f"unknown env {config.env_id!r}; run `discoverygym list` ({exc})") from None
+
+
+def make_reuse(name: str, env: gym.Env, initial: State | None, **kwargs: Any) -> ReuseWrapper:
+    """The reuse wrapper ``name`` (``puct``, ``epsilon``, ``none``) around ``env``, seeded with ``initial``.
+
+    ``initial=None`` lets the wrapper take (and judge) the env's own initial state.
+
+    Raises:
+        ValueError: unknown name.
+    """
+    if name not in REUSE_RULES:
+        raise ValueError(f"unknown reuse rule {name!r}; known: {', '.join(REUSE_RULES)}")
+    return REUSE_RULES[name](env, initial_states=[initial] if initial is not None else None, **kwargs)
+
+
+def check_polish_kwargs(policy_kwargs: dict, problem: Any) -> None:
+    """Refuse ``polish_kwargs`` that the resolved polisher does not take (before anything runs).
+
+    Raises:
+        ValueError: an unknown polish name, or arguments the polisher's signature does not accept.
+    """
+    import inspect
+
+    from discoverygym.envs.polish import get_polisher
+
+    polisher = get_polisher(policy_kwargs.get("polish"), problem)
+    kwargs = policy_kwargs.get("polish_kwargs") or {}
+    if polisher is None or not kwargs:
+        return
+    try:
+        inspect.signature(polisher).bind(None, **kwargs)
+    except TypeError as exc:
+        raise ValueError(f"polish_kwargs {kwargs!r} do not fit {polisher.__name__}: {exc}") from None
+
+
+def build_learners(config: TrainConfig, start: State, problem: Any) -> tuple[Any, Any]:
+    """``(sampler, learner)`` for ``config.policy``: the same object unless a server/engine samples.
+
+    Args:
+        config: the run's configuration.
+        start: the start state (a numeric policy is shaped like its construction).
+        problem: the env's problem (its name selects ``polish="auto"``).
+
+    Raises:
+        ValueError: an unknown or untrainable policy; ``openai:`` without ``train_model`` or with a
+            malformed URL.
+        BackendUnavailable / ModelUnavailable: from an LLM backend (missing library, model, key or
+            an unreachable server).
+    """
+    if config.family == "numeric":
+        from discoverygym.agents.learner import NumericLearner
+        from discoverygym.agents.policies import make_trainable_policy
+        from discoverygym.policy import policy_factory
+
+        check_polish_kwargs(config.policy_kwargs, problem)
+        # a policy shaped by the problem (the operator policy: its operators) says how
+        hook = getattr(policy_factory(config.policy), "problem_kwargs", None) if config.policy in POLICIES else None
+        kwargs = {**(hook(problem) if hook is not None else {}), **config.policy_kwargs}
+        policy = make_trainable_policy(config.policy, np.shape(start.solution), **kwargs)
+        learner = NumericLearner(policy, lr=config.lr, adam_beta1=config.adam_beta1, adam_beta2=config.adam_beta2,
+                                 adam_eps=config.adam_eps)
+        return learner, learner
+    backend, target = split_spec(config.policy)
+    llm = config.llm
+    hf_kw = {"device": llm.device, "lora_rank": llm.lora_rank, "max_new_tokens": llm.max_new_tokens,
+             "temperature": llm.temperature, "thinking_budget": llm.thinking_budget,
+             "micro_batch": llm.micro_batch, "lr": config.lr, "adam_beta1": config.adam_beta1,
+             "adam_beta2": config.adam_beta2, "adam_eps": config.adam_eps, "seed": config.seed,
+             "edit_format": llm.edit_format}
+    if backend == "hf":
+        from discoverygym.agents.policies.hf import HFPolicy
+
+        policy = HFPolicy(target, **hf_kw)
+        return policy, policy
+    if backend == "tinker":
+        from discoverygym.agents.policies.tinker_policy import TinkerPolicy
+
+        policy = TinkerPolicy(target, lora_rank=llm.lora_rank, max_new_tokens=llm.max_new_tokens,
+                              temperature=llm.temperature, lr=config.lr, adam_beta1=config.adam_beta1,
+                              adam_beta2=config.adam_beta2, adam_eps=config.adam_eps, seed=config.seed,
+                              edit_format=llm.edit_format)
+        return policy, policy
+    from discoverygym.agents.policies.hf import HFPolicy
+
+    if backend == "openai":
+        from discoverygym.agents.policies.openai_server import OpenAIServerPolicy, check_url, probe_server
+
+        check_url(target)  # a malformed URL is refused before the learner loads
+        if not llm.train_model:
+            raise ValueError("--policy openai:URL trains a local copy: pass --train-model PATH_OR_ID "
+                             "(the model the server serves)")
+        probe_server(target)  # an unreachable server is reported before the learner loads
+        learner = HFPolicy(llm.train_model, **hf_kw)
+        sampler = OpenAIServerPolicy(target, tokenizer=learner.tokenizer, max_new_tokens=llm.max_new_tokens,
+                                     temperature=llm.temperature, edit_format=llm.edit_format)
+        return sampler, learner
+    from discoverygym.agents.policies.vllm_engine import VLLMPolicy
+
+    sampler = VLLMPolicy(target, max_new_tokens=llm.max_new_tokens, temperature=llm.temperature,
+                         max_lora_rank=llm.lora_rank, edit_format=llm.edit_format)
+    learner = HFPolicy(llm.train_model or target, **hf_kw)
+    return sampler, learner

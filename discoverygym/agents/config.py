@@ -1,0 +1,367 @@
+"""The configuration of a training run (:class:`TrainConfig`), its per-env defaults and the ablations.
+
+Apart from the loop (:mod:`discoverygym.agents.trainer`), as TRL keeps ``grpo_config.py`` beside
+``grpo_trainer.py``. There is one source of defaults: ``TrainConfig(env_id=E)`` is exactly the
+configuration ``discoverygym train E`` runs (the policy, ``groups × group_size`` and learning rate
+of the env's problem are resolved here, and the command builds its config through this class with
+only the flags the user set).
+
+The LLM knobs (LoRA rank, sampling, token budgets...) live in their own dataclass,
+:class:`LLMConfig` (``TrainConfig.llm``). ``config.json`` stores it nested (``"llm": {...}``); the
+flat keys of older run directories (``"max_new_tokens": 1024`` at the top level) are still
+accepted, by ``TrainConfig(...)`` itself, so an old run resumes.
+
+Example:
+    >>> from discoverygym.agents.config import TrainConfig
+    >>> cfg = TrainConfig(env_id="CirclePacking-26-v0")
+    >>> cfg.policy, cfg.groups, cfg.group_size, cfg.lr
+    ('operators', 2, 8, 0.3)
+    >>> TrainConfig(env_id="CirclePacking-26-v0", policy="hf:Qwen/Qwen3-8B", max_new_tokens=256).llm.max_new_tokens
+    256
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+from discoverygym.agents.losses import DEFAULT_LOSS
+from discoverygym.agents.policies.edits import check_edit_format
+from discoverygym.policy import CHAT_REFUSAL, is_chat_spec, is_llm_spec, split_spec
+from discoverygym.search.reuse import EpsilonGreedyReuse, NoReuse, PUCTReuse, ReuseWrapper
+
+__all__ = [
+    "ABLATIONS",
+    "CREDITS",
+    "DEFAULT_GROUPS",
+    "DEFAULT_LR",
+    "LLM_FIELDS",
+    "RESUMABLE_FIELDS",
+    "REUSE_RULES",
+    "UNLIMITED_STEPS",
+    "LLMConfig",
+    "TrainConfig",
+    "ablation_config",
+    "default_policy",
+    "flat_config",
+    "policy_mismatch",
+    "replace_config",
+]
+
+#: the learning rate when none is given: ours for the numeric policy (the paper's 4e-5 is for LoRA
+#: adapters of an LLM and moves a 100-parameter Gaussian policy by nothing visible in 50 steps),
+#: TTT-Discover App. A for LLM LoRA adapters.
+#: learning rate per policy name, else per learner family. The operator policy learns a handful of
+#: logits and Beta parameters within a few dozen steps of a CPU budget (0.3: measured on
+#: CirclePacking-26-v0 at 60 s; 0.05 barely moved the operator choice in that time)
+DEFAULT_LR = {"operators": 0.3, "numeric": 0.05, "llm": 4e-5}
+
+#: (groups, group_size) when none are given, per policy name ("*": every other policy, LLMs included):
+#: TTT-Discover §4's 8 × 64 for LLMs and the Gaussian policy; ours for the operator policy, whose
+#: rollouts each run a local optimiser (SLSQP, Adam): 2 × 8 gives a step every few seconds on 2
+#: cores, so PUCT re-picks start states and the policy updates often within a 300 s budget.
+DEFAULT_GROUPS = {"operators": (2, 8), "*": (8, 64)}
+
+#: steps of a run with a wall budget and no step count (the budget ends it)
+UNLIMITED_STEPS = 10**9
+
+#: TrainConfig fields that a resumed run may change (``discoverygym train --resume``, the benchmark
+#: and ``discoverygym compare``); every other field must match the stored config.json
+RESUMABLE_FIELDS = ("steps", "budget_s", "image_every", "eval_workers")
+
+#: what the objective ranks within a group (:attr:`TrainConfig.credit`)
+CREDITS = ("reward", "progress-rate")
+
+#: policy_kwargs that only the Gaussian policy takes (``--sigma``, ``--polish``, ``--polish-kwargs``):
+#: given without a policy, they choose it (:func:`default_policy`)
+GAUSSIAN_KWARGS = ("sigma", "polish", "polish_kwargs")
+
+
+def default_policy(env_id: str, policy_kwargs: dict | None = None) -> str:
+    """The numeric policy of ``env_id`` when none is given: ``"gaussian"`` when ``policy_kwargs``
+    name a Gaussian-policy option (:data:`GAUSSIAN_KWARGS`), else ``"operators"`` when the env's
+    problem declares operators (:attr:`Problem.operators <discoverygym.envs.problem.Problem.operators>`),
+    else ``"gaussian"`` (also for program envs, which refuse every numeric policy)."""
+    from discoverygym.envs.registry import ENVS
+
+    if any(k in GAUSSIAN_KWARGS for k in policy_kwargs or {}):
+        return "gaussian"
+    problem = ENVS.get(env_id)
+    return "operators" if getattr(problem, "operators", ()) else "gaussian"
+
+
+def _check_ints(obj: Any, limits: tuple[tuple[str, int], ...]) -> None:
+    for key, low in limits:
+        value = getattr(obj, key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise ValueError(f"{key} must be an integer >= {low}, got {value!r}")
+
+
+def _check_reals(obj: Any, limits: tuple[tuple[str, float, bool], ...]) -> None:
+    """``(name, low, strict)``: a finite number > low (strict) or >= low."""
+    for key, low, strict in limits:
+        value = getattr(obj, key)
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if not ok or (value <= low if strict else value < low):
+            raise ValueError(f"{key} must be a finite number {'>' if strict else '>='} {low:g}, got {value!r}")
+
+
+@dataclass
+class LLMConfig:
+    """The knobs of LLM learners (``hf:``, ``openai:``, ``vllm:``, ``tinker:``); the numeric policy ignores them.
+
+    Raises:
+        ValueError: max_new_tokens, lora_rank, micro_batch < 1; log_samples < 0; a non-finite or
+            non-positive temperature; an unknown edit_format.
+    """
+
+    lora_rank: int = 32  # TTT-Discover App. A
+    temperature: float = 1.0  # TTT-Discover App. A
+    max_new_tokens: int = 1024  # ours (the paper's budget is far larger; raise on a GPU)
+    thinking_budget: int | None = None  # two-phase forcing (None = off)
+    micro_batch: int = 4  # sequences per backward (gradient accumulation)
+    device: str = "auto"
+    train_model: str | None = None  # the local HF model that learns for openai:/vllm: samplers
+    # LLM responses: whole programs (full) or SEARCH/REPLACE blocks against the parent (diff; Aider/OpenEvolve)
+    edit_format: str = "full"
+    log_samples: int = 4  # LLM responses per step written to samples.jsonl (0 = none)
+
+    def __post_init__(self) -> None:
+        _check_ints(self, (("max_new_tokens", 1), ("lora_rank", 1), ("micro_batch", 1), ("log_samples", 0)))
+        _check_reals(self, (("temperature", 0.0, True),))
+        check_edit_format(self.edit_format)
+
+
+#: the LLMConfig fields, accepted flat by TrainConfig (and found flat in older config.json files)
+LLM_FIELDS = tuple(f.name for f in dataclasses.fields(LLMConfig))
+
+
+def _flat_llm_keys(cls: type) -> type:
+    """Let ``cls(...)`` take the :data:`LLM_FIELDS` flat (``max_new_tokens=256``, the command line's
+    flags and older ``config.json`` files), folded into its ``llm`` (a flat key wins over ``llm``'s)."""
+    init = cls.__init__
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        flat = {k: kwargs.pop(k) for k in LLM_FIELDS if k in kwargs}
+        if flat:
+            llm = kwargs.get("llm")
+            base = asdict(llm) if isinstance(llm, LLMConfig) else dict(llm or {})
+            kwargs["llm"] = {**base, **flat}
+        init(self, *args, **kwargs)
+
+    cls.__init__ = __init__
+    return cls
+
+
+@_flat_llm_keys
+@dataclass
+class TrainConfig:
+    """Every hyper-parameter of a training run, for every learner (paper defaults, with sources).
+
+    ``policy`` is a registered policy name (``gaussian``, ``operators``: constructions) or an LLM spec
+    (``hf:PATH_OR_ID``, ``openai:URL``, ``vllm:MODEL``, ``tinker:MODEL``: programs, code mode).
+    ``policy``, ``groups``/``group_size``, ``lr``, ``steps`` and ``update_on_constant`` default per
+    env and learner (:func:`default_policy`, :data:`DEFAULT_GROUPS`, :data:`DEFAULT_LR`; a KL-only step
+    on all-constant groups for LLMs, none for numeric policies), resolved at construction so that
+    ``config.json`` records the values used and ``TrainConfig(env_id=E)`` is what
+    ``discoverygym train E`` runs. The LLM knobs are in :attr:`llm` (:class:`LLMConfig`); the
+    constructor also takes them flat (``max_new_tokens=256``).
+
+    Raises:
+        ValueError: settings that cannot train: steps, groups, checkpoint_every < 1; group_size < 2
+            (every objective needs two rollouts per group); image_every < 0; non-finite or
+            non-positive lr / adam_eps, negative kl_coef; Adam β outside [0, 1); budget_s <= 0; an
+            unknown polish or credit; a malformed LLM spec; env_kwargs not a dict; kind other than
+            "train"; an invalid :class:`LLMConfig`, or edit_format "diff" with a numeric policy.
+        TypeError: an unknown field.
+    """
+
+    env_id: str = "CirclePacking-26-v0"
+    # discoverygym.policy.POLICIES name, or an LLM spec. None: default_policy(env_id) ("operators" where
+    # the problem declares operators, "gaussian" elsewhere or when policy_kwargs name a Gaussian option)
+    policy: str | None = None
+    policy_kwargs: dict = field(default_factory=dict)  # gaussian: {"sigma": 0.02, "polish": "auto"}
+    steps: int | None = None  # None: TTT-Discover §4's 50 training steps; unlimited with a budget_s
+    groups: int | None = None  # None: DEFAULT_GROUPS of the policy (TTT-Discover §4: 8 start states)
+    group_size: int | None = None  # None: DEFAULT_GROUPS of the policy (TTT-Discover §4: 64 rollouts)
+    objective: str = "entropic-adaptive"  # TTT-Discover §3.2: entropic, adaptive β (KL budget ln 2)
+    objective_kwargs: dict = field(default_factory=dict)  # e.g. {"beta": 2.0} for entropic-constant
+    loss: str = DEFAULT_LOSS  # agents.losses.LOSSES name (the loss seam); TTT-Discover App. A: IS loss
+    loss_kwargs: dict = field(default_factory=dict)  # e.g. {"eps": 0.2} for a registered PPO-clip loss
+    reuse: str = "puct"  # TTT-Discover App. A.2: PUCT; ablations: "epsilon" (ε = 0.1), "none"
+    reuse_kwargs: dict = field(default_factory=dict)  # e.g. {"c": 1.0} (App. A.2)
+    train: bool = True  # False: the "no training" / "best-of-N" ablations (policy frozen)
+    skip_repeats: bool = True  # rollouts that only reproduce their start state's reward get no advantage (is_repeat)
+    # what the objective ranks within a group (CREDITS): "reward" (TTT-Discover: the rollouts' rewards) or
+    # "progress-rate" (ours: each rollout's gain over its start state per second of its wall time, progress_rate)
+    credit: str = "reward"
+    # construction envs: a child whose reward equals a kept archive state's (to REPEAT_RTOL) stands for
+    # that state instead of taking a slot of its own (Archive.reward_rtol; ours, the papers' archives
+    # deduplicate exact solutions only). Program envs never (equal scores of different programs are common).
+    # Off by default: on CirclePacking-26-v0 (300 s, seeds 0, 1, 2, 4) it reached the record in 0 of 4
+    # seeds against 3 of 5 without it; the copies of the best basin are what PUCT keeps shaking.
+    reward_dedup: bool = False
+    kl_coef: float = 0.1  # TTT-Discover App. A: λ of token-level KL shaping (0.01 for AtCoder)
+    lr: float | None = None  # None: DEFAULT_LR of the policy, else of its learner family
+    adam_beta1: float = 0.9  # TTT-Discover App. A
+    adam_beta2: float = 0.95  # TTT-Discover App. A
+    adam_eps: float = 1e-8  # TTT-Discover App. A
+    seed: int = 0  # seeds the env (initial state, state ids), the trainer's and the policy's generators
+    image_every: int = 5  # steps between TensorBoard images of the best construction (0 = never)
+    checkpoint_every: int = 1  # steps between checkpoints (resume restarts at the last one)
+    budget_s: float | None = None  # wall-clock budget (s): no step starts that would overrun it
+    init: str | None = None  # the --init construction file (recorded; the construction is passed in)
+    name: str = "full"  # ablation / config name (for tables and logs)
+    torch_threads: int | None = 1  # ours: small policies run ~25x faster single-threaded (None = leave)
+    # when every group is dropped (all rewards equal, e.g. all failures), still take a KL-only step
+    # (A = 0): the adapter is pulled toward the base model. None: True for LLMs, False for numeric.
+    update_on_constant: bool | None = None
+    # actions judged at once (threads; each sandbox is its own process). 0 = auto: all CPUs when the
+    # env's evaluations are thread-safe programs (env.unwrapped.thread_safe_evaluate, code), else 1.
+    eval_workers: int = 0
+    env_kwargs: dict = field(default_factory=dict)  # env / task options (n_cases, dataset, device...)
+    llm: LLMConfig = field(default_factory=LLMConfig)  # LLM learners only (a dict is accepted: config.json)
+    kind: str = "train"  # run-directory kind (config.json); see discoverygym.cli.common.run_kind
+
+    def __post_init__(self) -> None:
+        """Resolve the per-env and per-learner defaults, then refuse settings that cannot train."""
+        if isinstance(self.llm, dict):
+            self.llm = LLMConfig(**self.llm)
+        for key in ("policy_kwargs", "objective_kwargs", "loss_kwargs", "reuse_kwargs", "env_kwargs"):
+            if not isinstance(getattr(self, key), dict):
+                raise ValueError(f"{key} must be a JSON object, got {getattr(self, key)!r}")  # noqa: TRY004
+        # 1. defaults: the env's policy, then that policy's groups, learning rate and steps
+        if self.policy is None:
+            self.policy = default_policy(self.env_id, self.policy_kwargs)
+        groups, group_size = DEFAULT_GROUPS.get(self.policy, DEFAULT_GROUPS["*"])
+        self.groups = groups if self.groups is None else self.groups
+        self.group_size = group_size if self.group_size is None else self.group_size
+        if self.steps is None:
+            self.steps = 50 if self.budget_s is None else UNLIMITED_STEPS
+        family = self.family
+        if self.lr is None:
+            self.lr = DEFAULT_LR.get(self.policy, DEFAULT_LR[family])
+        if self.update_on_constant is None:
+            self.update_on_constant = family == "llm"
+        # 2. refusals
+        if family == "llm":
+            split_spec(self.policy)
+            if is_chat_spec(self.policy):
+                raise ValueError(CHAT_REFUSAL.format(command="train"))
+        if self.llm.edit_format != "full" and family != "llm":
+            raise ValueError(f"edit_format {self.llm.edit_format!r} needs an LLM policy (hf:, openai:, vllm:, tinker:)")
+        if self.kind != "train":
+            raise ValueError(f"a train configuration has kind 'train', got {self.kind!r}")
+        if self.credit not in CREDITS:
+            raise ValueError(f"credit must be one of {', '.join(CREDITS)}, got {self.credit!r}")
+        _check_ints(self, (("steps", 1), ("groups", 1), ("group_size", 2), ("checkpoint_every", 1),
+                           ("image_every", 0), ("eval_workers", 0)))
+        _check_reals(self, (("lr", 0.0, True), ("kl_coef", 0.0, False), ("adam_eps", 0.0, True)))
+        for key in ("adam_beta1", "adam_beta2"):
+            value = getattr(self, key)
+            if not isinstance(value, (int, float)) or not 0 <= value < 1:
+                raise ValueError(f"{key} must be in [0, 1), got {value!r}")
+        if self.budget_s is not None and not (isinstance(self.budget_s, (int, float)) and self.budget_s > 0):
+            raise ValueError(f"budget_s must be positive, got {self.budget_s!r}")
+        from discoverygym.envs.polish import get_polisher
+
+        get_polisher(self.policy_kwargs.get("polish"))  # refuses an unknown polish name
+
+    @property
+    def family(self) -> str:
+        """``"llm"`` for an LLM spec (programs), ``"numeric"`` for a registered policy (constructions)."""
+        return "llm" if is_llm_spec(self.policy) else "numeric"
+
+    @property
+    def action_mode(self) -> str:
+        """What the policy proposes: ``"code"`` (LLM programs) or ``"construction"``."""
+        return "code" if self.family == "llm" else "construction"
+
+    def to_dict(self) -> dict:
+        """Plain JSON (``config.json``: the LLM knobs nested under ``"llm"``; round-trips through ``TrainConfig(**d)``)."""
+        return asdict(self)
+
+    def flat(self) -> dict:
+        """:meth:`to_dict` with the LLM knobs at the top level (the command line's view: one key per flag)."""
+        data = self.to_dict()
+        llm = data.pop("llm")
+        return {**data, **llm}
+
+
+def flat_config(data: dict) -> dict:
+    """A stored ``config.json`` (nested ``"llm"``, or an older flat one) with the LLM knobs at the top level."""
+    data = dict(data)
+    nested = data.pop("llm", None)
+    return {**(nested if isinstance(nested, dict) else {}), **data}
+
+
+#: TTT-Discover's ablation grid as config overrides (the paper's Table of ablations).
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "full": {},
+    "constant-beta": {"objective": "entropic-constant", "objective_kwargs": {"beta": 2.0}},
+    "expected-reward": {"objective": "mean-baseline"},
+    "no-training": {"train": False},
+    "epsilon-greedy": {"reuse": "epsilon"},
+    "no-reuse": {"reuse": "none"},
+    "naive-rl": {"objective": "mean-baseline", "reuse": "none"},
+    "best-of-n": {"train": False, "reuse": "none"},
+    # ours, not a paper ablation: TTT-Discover with each rollout credited by its gain per second (progress_rate)
+    "progress-rate": {"credit": "progress-rate"},
+}
+
+
+def ablation_config(name: str, **overrides: Any) -> TrainConfig:
+    """The :class:`TrainConfig` of an ablation (``full``, ``naive-rl``...) with ``overrides`` applied.
+
+    Raises:
+        ValueError: unknown ablation name; an override that changes a setting the ablation itself
+            fixes (``progress-rate`` with ``credit="reward"``); an invalid override (:class:`TrainConfig`).
+    """
+    if name not in ABLATIONS:
+        raise ValueError(f"unknown config {name!r}; known: {', '.join(ABLATIONS)}")
+    clash = sorted(k for k, v in ABLATIONS[name].items() if k in overrides and overrides[k] != v)
+    if clash:
+        raise ValueError(f"config {name!r} sets {', '.join(f'{k}={ABLATIONS[name][k]!r}' for k in clash)}; the "
+                         f"override {', '.join(f'{k}={overrides[k]!r}' for k in clash)} would make it another "
+                         "config under its name: choose the config that has it")
+    merged = {**ABLATIONS[name], **overrides}
+    merged.setdefault("name", name)
+    return TrainConfig(**merged)
+
+
+def replace_config(config: TrainConfig, **changes: Any) -> TrainConfig:
+    """``dataclasses.replace`` for :class:`TrainConfig` (convenience for sweeps)."""
+    return dataclasses.replace(config, **changes)
+
+
+# H6: replace by search.selectors registry
+#: reuse rule name -> wrapper class (TTT-Discover App. A.2 and its ablations).
+REUSE_RULES: dict[str, type[ReuseWrapper]] = {"puct": PUCTReuse, "epsilon": EpsilonGreedyReuse, "none": NoReuse}
+
+
+def policy_mismatch(config: TrainConfig, env: gym.Env | None = None) -> str | None:
+    """One line saying why ``config.policy`` cannot write the actions of the run's env, or ``None``.
+
+    A registered numeric policy (``gaussian``) proposes constructions; a program env
+    (``TriMul-H100-v0``, ``AHC039-v0``...) takes programs, which only an LLM policy writes. Checked
+    from the registry (nothing is built) unless ``env`` is given.
+    """
+    if config.action_mode == "code":
+        return None  # an LLM writes programs for every env (code mode of construction envs)
+    if env is not None:
+        takes_programs = env.unwrapped.action_kind == "code"
+    else:
+        from discoverygym.envs.registry import PROGRAM_TASKS
+
+        takes_programs = config.env_id in PROGRAM_TASKS
+    if not takes_programs:
+        return None
+    return (f"{config.env_id} takes programs, which policy {config.policy!r} cannot write (it proposes "
+            "constructions): train it with an LLM policy (--policy hf:PATH_OR_ID, openai:URL, vllm:MODEL, "
+            "tinker:MODEL)")
