@@ -11,7 +11,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from discoverygym.agents.config import REUSE_RULES, TrainConfig
+from discoverygym.agents.config import TrainConfig
 from discoverygym.policy import POLICIES, split_spec
 from discoverygym.search.reuse import ReuseWrapper
 from discoverygym.types import State
@@ -33,16 +33,18 @@ def make_train_env(config: TrainConfig) -> gym.Env:
 
 
 def make_reuse(name: str, env: gym.Env, initial: State | None, **kwargs: Any) -> ReuseWrapper:
-    """The reuse wrapper ``name`` (``puct``, ``epsilon``, ``none``) around ``env``, seeded with ``initial``.
+    """The reuse wrapper of rule ``name`` around ``env``, seeded with ``initial``.
 
-    ``initial=None`` lets the wrapper take (and judge) the env's own initial state.
+    ``name`` is any rule of the one registry (:data:`~discoverygym.search.selectors.SELECTORS`:
+    ``puct``, ``epsilon``, ``none``, also ``rpucg``, ``greedy``...); ``kwargs`` are the rule's
+    hyper-parameters (``c=1.0``) and the wrapper's (``reward_rtol``). ``initial=None`` lets the
+    wrapper take (and judge) the env's own initial state.
 
     Raises:
-        ValueError: unknown name.
+        ValueError: unknown name (the message lists the known ones).
+        TypeError: a hyper-parameter the rule does not take.
     """
-    if name not in REUSE_RULES:
-        raise ValueError(f"unknown reuse rule {name!r}; known: {', '.join(REUSE_RULES)}")
-    return REUSE_RULES[name](env, initial_states=[initial] if initial is not None else None, **kwargs)
+    return ReuseWrapper(env, name, initial_states=[initial] if initial is not None else None, **kwargs)
 
 
 def check_polish_kwargs(policy_kwargs: dict, problem: Any) -> None:

@@ -33,7 +33,6 @@ import gymnasium as gym
 from discoverygym.agents.losses import DEFAULT_LOSS
 from discoverygym.agents.policies.edits import check_edit_format
 from discoverygym.policy import CHAT_REFUSAL, is_chat_spec, is_llm_spec, split_spec
-from discoverygym.search.reuse import EpsilonGreedyReuse, NoReuse, PUCTReuse, ReuseWrapper
 
 __all__ = [
     "ABLATIONS",
@@ -42,7 +41,6 @@ __all__ = [
     "DEFAULT_LR",
     "LLM_FIELDS",
     "RESUMABLE_FIELDS",
-    "REUSE_RULES",
     "UNLIMITED_STEPS",
     "LLMConfig",
     "TrainConfig",
@@ -194,7 +192,7 @@ class TrainConfig:
     objective_kwargs: dict = field(default_factory=dict)  # e.g. {"beta": 2.0} for entropic-constant
     loss: str = DEFAULT_LOSS  # agents.losses.LOSSES name (the loss seam); TTT-Discover App. A: IS loss
     loss_kwargs: dict = field(default_factory=dict)  # e.g. {"eps": 0.2} for a registered PPO-clip loss
-    reuse: str = "puct"  # TTT-Discover App. A.2: PUCT; ablations: "epsilon" (ε = 0.1), "none"
+    reuse: str = "puct"  # TTT-Discover App. A.2: PUCT; ablations: "epsilon" (ε = 0.1), "none"; any search.SELECTORS name
     reuse_kwargs: dict = field(default_factory=dict)  # e.g. {"c": 1.0} (App. A.2)
     train: bool = True  # False: the "no training" / "best-of-N" ablations (policy frozen)
     skip_repeats: bool = True  # rollouts that only reproduce their start state's reward get no advantage (is_repeat)
@@ -338,11 +336,6 @@ def ablation_config(name: str, **overrides: Any) -> TrainConfig:
 def replace_config(config: TrainConfig, **changes: Any) -> TrainConfig:
     """``dataclasses.replace`` for :class:`TrainConfig` (convenience for sweeps)."""
     return dataclasses.replace(config, **changes)
-
-
-# H6: replace by search.selectors registry
-#: reuse rule name -> wrapper class (TTT-Discover App. A.2 and its ablations).
-REUSE_RULES: dict[str, type[ReuseWrapper]] = {"puct": PUCTReuse, "epsilon": EpsilonGreedyReuse, "none": NoReuse}
 
 
 def policy_mismatch(config: TrainConfig, env: gym.Env | None = None) -> str | None:

@@ -61,13 +61,11 @@ import numpy as np
 
 from discoverygym.io import atomic_write_json
 from discoverygym.search.archive import Archive
-from discoverygym.search.puct import PUCT, PUCTConfig
-from discoverygym.search.rpucg import RPUCG, RPUCGConfig
 from discoverygym.search.rule import Selector
-from discoverygym.search.selectors import EpsilonGreedy, Initial, make_selector
+from discoverygym.search.selectors import make_selector
 from discoverygym.types import State
 
-__all__ = ["EpsilonGreedyReuse", "NoReuse", "PUCTReuse", "RPUCGReuse", "ReuseWrapper"]
+__all__ = ["ReuseWrapper"]
 
 
 class ReuseWrapper(gym.Wrapper):
@@ -327,79 +325,3 @@ def _generator(seed: int) -> np.random.Generator:
     which the env's own generator uses for the same seed)."""
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence(int(seed)).spawn(1)[0]))
 
-
-class PUCTReuse(ReuseWrapper):
-    """PUCT state reuse (TTT-Discover App. A.2) over any DiscoveryEnv.
-
-    Args:
-        env: the environment.
-        c: exploration constant (1.0, App. A.2).
-        max_states: archive size (1000, App. A.2); initial seeds always kept.
-        children_per_parent: children kept per parent (2, App. A.2).
-        counting: ``"rollout"`` (released code) or ``"parent"`` (paper) — see :mod:`~discoverygym.search.puct`.
-        **kwargs: :class:`ReuseWrapper` arguments (``archive``, ``initial_states``).
-    """
-
-    def __init__(
-        self,
-        env: gym.Env,
-        c: float = 1.0,
-        max_states: int | None = 1000,
-        children_per_parent: int | None = 2,
-        counting: str = "rollout",
-        **kwargs: Any,
-    ) -> None:
-        rule = PUCT(
-            PUCTConfig(c=c, max_states=max_states, children_per_parent=children_per_parent, counting=counting)
-        )  # type: ignore[arg-type]
-        super().__init__(env, rule, **kwargs)
-
-
-class RPUCGReuse(ReuseWrapper):
-    """RPUCG state reuse (TES) over any DiscoveryEnv: one trajectory.
-
-    ``reset()`` picks ``inspirations`` nodes with anti-inbreeding and starts from the best one; all
-    of them are in ``info["inspirations"]`` (for a prompt) and become the parents of the child.
-
-    Args:
-        env: the environment.
-        gamma: value decay (0.8); c: exploration constant (1.0); inspirations: nodes per prompt (5);
-        restart_every: commits between restarts (25, ``None`` = never); form: ``"code"`` or
-        ``"paper"``; lam: λ of the paper form.
-        **kwargs: :class:`ReuseWrapper` arguments (``archive``, ``initial_states``).
-    """
-
-    def __init__(
-        self,
-        env: gym.Env,
-        gamma: float = 0.8,
-        c: float = 1.0,
-        inspirations: int = 5,
-        restart_every: int | None = 25,
-        form: str = "code",
-        lam: float = 1.0,
-        **kwargs: Any,
-    ) -> None:
-        rule = RPUCG(
-            RPUCGConfig(
-                gamma=gamma, c=c, inspirations=inspirations, restart_every=restart_every, form=form, lam=lam
-            )
-        )  # type: ignore[arg-type]
-        super().__init__(env, rule, inspirations=inspirations, **kwargs)
-
-
-class EpsilonGreedyReuse(ReuseWrapper):
-    """ε-greedy reuse (TTT-Discover's ablation, ε = 0.1): best state, or a uniform one with prob. ε."""
-
-    def __init__(self, env: gym.Env, epsilon: float = 0.1, **kwargs: Any) -> None:
-        super().__init__(env, EpsilonGreedy(epsilon), **kwargs)
-
-
-class NoReuse(ReuseWrapper):
-    """No reuse (TTT-Discover's ablation): every episode starts from the same initial state.
-
-    Children are still archived (for the record and the best state).
-    """
-
-    def __init__(self, env: gym.Env, **kwargs: Any) -> None:
-        super().__init__(env, Initial(), **kwargs)
