@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from discoverygym import tensorboard as tbs
+from discoverygym.outcomes import OutcomeLog
 from discoverygym.policy import Policy, Sample, SamplingContext, edit_stats, make_policy
 from discoverygym.search.archive import Archive, state_record
 from discoverygym.search.config import SearchConfig
@@ -243,6 +244,9 @@ class EvolutionarySearch:
         self.trajectories: list[_Trajectory] = []
         self.replay = Replay()  # what the log holds (read by run() on resume)
         self._tb = ScalarWriter(self.log.dir, enabled=False)
+        # every sample's outcome (samples.jsonl with each response's text, outcomes.json, outcome/*)
+        self._outcomes = OutcomeLog(self.log.dir)
+        self._samples: dict[tuple[int, int], list[Sample]] = {}  # (traj, step) -> samples until the commit
 
     # ------------------------------------------------------------------ helpers
     def _config_dict(self) -> dict:
@@ -374,6 +378,11 @@ class EvolutionarySearch:
             record["insp_reward"] = insp_reward
         if not self.replay.logged(record):
             self._log(record)
+        samples = self._samples.pop((batch.traj, batch.step), None)
+        if samples is not None and not self.replay.active:
+            for k, (sample, child) in enumerate(zip(samples, children)):
+                self._outcomes.record(sample, child, traj=batch.traj, step=batch.step, k=k, id=child.id)
+            self._outcomes.flush()
         if not self.replay.active:
             done = self.meter.commits * self.config.K
             self._tb.add(
@@ -388,6 +397,7 @@ class EvolutionarySearch:
                     tbs.COST_EVALUATIONS: done,
                     **(batch.edit or {}),  # edit/parse_fail_rate, edit/apply_fail_rate, edit/fallback_rate
                     **self._usage_scalars(),
+                    **self._outcomes.scalars(),  # outcome/<category>: counts so far
                 },
             )
         if improved and not self.replay.active:
@@ -458,6 +468,7 @@ class EvolutionarySearch:
             raise TypeError(f"policy {getattr(self.policy, 'name', self.policy)!r} returned a {bad}; a policy "
                             "returns discoverygym.policy.Sample records (wrap an action as Sample(action=...))")
         samples = [s.resolved() for s in samples]  # a pending job (an operator, a polish) runs here
+        self._samples[(batch.traj, batch.step)] = samples
         actions = [s.action for s in samples]
         edit = None
         if any(s.edit is not None for s in samples):  # LLM samples: how responses became programs
@@ -691,6 +702,7 @@ class EvolutionarySearch:
             }
         )
         self._write_best()
+        self._outcomes.flush()
         self._tb.close()
         self.log.close()
 

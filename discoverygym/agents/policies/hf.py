@@ -154,6 +154,11 @@ class HFPolicy:
         stop_at_answer: end a response as soon as its code block closes and it reads as a finished
             answer (:func:`~discoverygym.agents.prompts.answer_complete`; ``full`` format only): the
             rules ask for one block and nothing after it, so later text would never run.
+        answer_prefix: text the answer is made to start with (appended to the prompt ids, not
+            sampled, not trained on; the sample's ``text`` includes it). ``"auto"`` (default): the
+            opening fence ```` ```python ```` (the problem's language) for the ``full`` format of a
+            model without a reasoning section and no ``thinking_budget``, so that a small model
+            writes code instead of prose; ``None`` or ``""``: none.
 
     Attributes:
         model: the ``peft.PeftModel``; tokenizer: the tokenizer; name: ``"hf:<model>"``.
@@ -192,6 +197,7 @@ class HFPolicy:
         seed: int = 0,
         edit_format: str = "full",
         stop_at_answer: bool = True,
+        answer_prefix: str | None = "auto",
     ) -> None:
         torch, _, peft = _imports()
         if not temperature > 0:
@@ -211,6 +217,7 @@ class HFPolicy:
         self.system = system
         self.edit_format = check_edit_format(edit_format)
         self.stop_at_answer = bool(stop_at_answer)
+        self.answer_prefix = answer_prefix
         base, self.tokenizer = load_model_and_tokenizer(model, device=self.device, dtype=dtype)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
@@ -295,6 +302,17 @@ class HFPolicy:
             out.extend((toks[r], lps[r], ended[r]) for r in range(rows))
         return out
 
+    def _answer_prefix(self, language: str) -> str:
+        """The text the answer starts with (:attr:`answer_prefix`; ``"auto"``: the opening fence
+        ```` ```{language} ```` when the format is ``full``, there is no thinking budget and the chat
+        template has no reasoning section (no ``think`` in it); else nothing)."""
+        if self.answer_prefix != "auto":
+            return self.answer_prefix or ""
+        template = str(getattr(self.tokenizer, "chat_template", "") or "")
+        if self.edit_format != "full" or self.thinking_budget is not None or "think" in template.lower():
+            return ""
+        return f"```{language}\n"
+
     def room(self, prompt_tokens: int) -> int:
         """New tokens that fit after a prompt of ``prompt_tokens`` in the model's context
         (``max_position_embeddings``; at least 1), so a long prompt never runs past it."""
@@ -352,16 +370,19 @@ class HFPolicy:
             messages = context_messages(ctx, self.system, self.edit_format)
             prompt_ids = encode_chat(self.tokenizer, messages)
             language = getattr(ctx.problem, "language", "python") or "python"
+            prefix = self._answer_prefix(language)
+            if prefix:  # the answer's first line is given: part of the prompt, not trained on
+                prompt_ids = prompt_ids + list(self.tokenizer(prefix, add_special_tokens=False)["input_ids"])
             phase1 = self.max_new_tokens if self.thinking_budget is None else self.thinking_budget
             phase1 = min(phase1, self.room(len(prompt_ids)))
             stop = None
             if self.stop_at_answer and self.edit_format == "full":
-                def stop(ids: list[int], language: str = language) -> bool:
-                    return answer_complete(self.decode(ids), language)
+                def stop(ids: list[int], language: str = language, prefix: str = prefix) -> bool:
+                    return answer_complete(prefix + self.decode(ids), language)
             group = []
             for ids, lps, ended in self.generate_ids(prompt_ids, n, phase1, gen, stop=stop):
                 mask = [True] * len(ids)
-                text = self.decode(ids)
+                text = prefix + self.decode(ids)
                 if self.thinking_budget is not None and needs_forcing(text, ended):
                     forced = list(self.tokenizer(FORCE_ANSWER, add_special_tokens=False)["input_ids"])
                     room = min(self.max_new_tokens, self.room(len(prompt_ids))) - len(ids) - len(forced)
@@ -369,7 +390,7 @@ class HFPolicy:
                     if room > 0:
                         ids2, lps2, ended = self.generate_ids(prompt_ids + ids, 1, room, gen, stop=stop)[0]
                         ids, lps, mask = ids + ids2, lps + lps2, mask + [True] * len(ids2)
-                    text = self.decode(ids)
+                    text = prefix + self.decode(ids)
                 group.append(make_sample(
                     text, language, prompt_ids=list(prompt_ids), completion_ids=ids, logprobs=lps, mask=mask,
                     finish_reason="stop" if ended else "length", context=c, prompt=messages[-1]["content"],
