@@ -25,9 +25,7 @@ Read :meth:`Trainer.train_step` top to bottom (CleanRL style):
    group is dropped, ``update_on_constant`` takes a KL-only step (A = 0). A separate sampler then
    loads the learner's new adapter.
 6. **Log + checkpoint**: TensorBoard scalars (+ an image of the best construction every
-   ``image_every`` steps; ``outcome/<category>`` counts), ``metrics.jsonl``, ``samples.jsonl`` (every LLM
-   response with its :class:`~discoverygym.policy.Outcome`), ``outcomes.json`` (counts per category;
-   :class:`~discoverygym.outcomes.OutcomeLog`), ``best.json``, and a
+   ``image_every`` steps), ``metrics.jsonl``, ``samples.jsonl`` (LLM responses), ``best.json``, and a
    checkpoint (learner, archive, rule statistics, generator states) from which ``resume`` continues
    exactly (with ``credit="reward"``, the default; ``"progress-rate"`` credits rollouts by wall seconds).
 
@@ -91,9 +89,9 @@ from discoverygym.agents.objectives import (
     progress_rate,
     scored_advantages,
 )
-from discoverygym.agents.policies.llm import LLMSample
+from discoverygym.agents.policies.edits import edit_stats
 from discoverygym.io import atomic_write_json, available_cpus, limit_native_threads
-from discoverygym.policy import Sample, SamplingContext, edit_stats
+from discoverygym.policy import SamplingContext
 from discoverygym.search.executors import EnvCopy, EvalTask, LocalEvaluator, evaluate_task
 from discoverygym.types import State
 
@@ -248,7 +246,7 @@ class Trainer:
         contexts = [SamplingContext(parent=s, inspirations=(s,), problem=self.problem, action_mode=cfg.action_mode,
                                     trajectory=g, step=self.step_index) for g, s in enumerate(starts)]
         # 2. rollouts
-        samples = [list(group) for group in self.sampler.sample(contexts, cfg.group_size, self.rng)]
+        samples = self.sampler.sample(contexts, cfg.group_size, self.rng)
         t_eval = time.perf_counter()
         sample_s = t_eval - t0
         # 3. evaluation, recorded in the archive in rollout order
@@ -258,25 +256,21 @@ class Trainer:
         errors: dict[str, int] = {}
         keys = [(g, k) for g, group in enumerate(samples) for k in range(len(group))]
         children = self._judge(starts, samples, keys)
-        outcomes = self._outcome_log()
         for (g, k), child in zip(keys, children):
             sample = samples[g][k]
             rewards[g, k] = child.reward
-            if outcomes is not None:  # every response's text and category (samples.jsonl, outcomes.json)
-                outcomes.record(sample, child, step=self.step_index + 1, group=g, reward=float(child.reward))
             # unscored rollouts, and repeats of their start state when cfg.skip_repeats, carry no signal
             repeat = cfg.skip_repeats and is_repeat(child, starts[g])
             n_repeat += repeat
             scored[g, k] = not child.unscored and not repeat
             n_valid += child.valid
-            n_parsed += sample.parse_error is None
+            parse_error = getattr(sample, "parse_error", None)
+            n_parsed += parse_error is None
             if not child.valid:
-                key = (sample.error or child.error or "invalid").split(":")[0][:60]
+                key = (parse_error or getattr(sample, "apply_error", None) or child.error or "invalid").split(":")[0][:60]
                 errors[key] = errors.get(key, 0) + 1
             elif child.reward > self.best.reward:
                 self.best = child
-        if outcomes is not None:
-            outcomes.flush()
         eval_s = time.perf_counter() - t_eval
         ops = operator_costs(self.problem, samples, starts, children, self.last_rollout_s)
         # 4. advantages from the group rewards (the objective hook), unscored rollouts left out;
@@ -298,7 +292,7 @@ class Trainer:
         train_s = time.perf_counter() - t_train
         self.step_index += 1
         beta = adv.beta[adv.keep]
-        n_tokens = sum(len(s.completion_ids) for s in flat if isinstance(s, LLMSample))
+        n_tokens = sum(len(getattr(s, "completion_ids", ())) for s in flat)
         metrics = {
             "step": self.step_index,
             "reward/max": float(rewards.max()), "reward/mean": float(rewards.mean()),
@@ -321,20 +315,10 @@ class Trainer:
             "perf/tokens_per_s": n_tokens / max(sample_s, 1e-9),
             "perf/step_time_s": time.perf_counter() - t0,
             **ops,
-            **(outcomes.scalars() if outcomes is not None else {}),  # outcome/<category>: counts so far
             "errors": errors,
         }
+        self._log_samples(flat, rewards.reshape(-1).tolist())
         return metrics
-
-    def _outcome_log(self) -> Any:
-        """The run's :class:`~discoverygym.outcomes.OutcomeLog` (every response in ``samples.jsonl``,
-        counts in ``outcomes.json``), made at the first step (after a resume truncated the file), or
-        ``None`` without a run directory."""
-        if getattr(self, "_outcomes", None) is None and self.run_dir is not None:
-            from discoverygym.outcomes import OutcomeLog
-
-            self._outcomes = OutcomeLog(self.run_dir)
-        return getattr(self, "_outcomes", None)
 
     def _eval_workers(self) -> int:
         if self.config.eval_workers:
@@ -344,16 +328,15 @@ class Trainer:
             return available_cpus()
         return 1
 
-    def _judge(self, starts: list[State], samples: list[list[Sample]], keys: list[tuple[int, int]]) -> list[State]:
+    def _judge(self, starts: list[State], samples: list[list[Any]], keys: list[tuple[int, int]]) -> list[State]:
         """Judge every sample's action against its start state; returns the children in the order of
         ``keys`` (``(group, rollout)`` pairs, rollout order).
 
         Each rollout gets an id and a seed drawn here from the trainer's (checkpointed) generator in
         rollout order, and is judged with ``env.unwrapped.evaluate(action, parent=start, ...)``: the
         start state is never re-verified (no ``reset`` per rollout). A sample with a ``pending`` job
-        (:attr:`~discoverygym.policy.Sample.pending`: an operator or a polish) has it run next to
-        its verification, and is replaced in ``samples`` by its copy with the computed action
-        (:meth:`~discoverygym.policy.Sample.with_action`). With ``eval_workers`` > 1 construction rollouts run in a pool of worker
+        (:class:`~discoverygym.policy.DeferredAction`: an operator or a polish) has it run next to
+        its verification. With ``eval_workers`` > 1 construction rollouts run in a pool of worker
         processes (:func:`rollout_pool`), programs in threads (each in its own sandbox process); the
         children are then recorded through the reuse wrapper in rollout order, so the results are
         identical for any number of workers. Each rollout's wall seconds go to ``last_rollout_s``
@@ -367,9 +350,9 @@ class Trainer:
         tasks = []
         for (g, k), (state_id, seed) in zip(keys, draws):
             sample = samples[g][k]
-            pending = sample.pending
+            pending = getattr(sample, "pending", None) if getattr(sample, "child", None) is None else None
             meta = {"step": self.step_index}
-            if sample.operator:
+            if getattr(sample, "operator", None):
                 meta["operator"] = sample.operator
             action = None if pending is not None else sample.action
             tasks.append(EvalTask(action, state_id, seed=seed, metadata=meta, pending=pending, parent=starts[g]))
@@ -387,7 +370,7 @@ class Trainer:
         children = []
         for (g, k), task, result in zip(keys, tasks, results):
             if task.pending is not None:
-                samples[g][k] = samples[g][k].with_action(result.action)
+                samples[g][k].action = result.action
             children.append(self.reuse.record(result.state, parent=starts[g]))
         self.last_rollout_s = [float(r.busy_s) for r in results]
         return children
@@ -483,6 +466,16 @@ class Trainer:
             fh.write(json.dumps(metrics) + "\n")
         self._write_best()
 
+    def _log_samples(self, flat: list, rewards: list[float]) -> None:
+        """The first ``log_samples`` LLM responses of the step into ``samples.jsonl`` (text samples only)."""
+        if self.run_dir is None or not self.config.llm.log_samples or not flat or getattr(flat[0], "text", None) is None:
+            return
+        with open(self.run_dir / "samples.jsonl", "a") as fh:
+            fh.writelines(json.dumps({"step": self.step_index, "reward": r, "parse_error": s.parse_error,
+                                      "apply_error": getattr(s, "apply_error", None), "edit": getattr(s, "edit", None),
+                                      "finish_reason": s.finish_reason, "text": s.text[-4000:]}) + "\n"
+                          for s, r in list(zip(flat, rewards))[: self.config.llm.log_samples])
+
     def _write_best(self) -> None:
         if self.run_dir is None:
             return
@@ -539,7 +532,7 @@ def rollout_pool(env: Any, workers: int) -> LocalEvaluator:
     return LocalEvaluator(EnvCopy(env), workers, start_method=method, preload=("discoverygym.agents.trainer",))
 
 
-def operator_costs(problem: Any, samples: list[list[Sample]], starts: list[State], children: list[State],
+def operator_costs(problem: Any, samples: list[list[Any]], starts: list[State], children: list[State],
                    seconds: list[float]) -> dict[str, float]:
     """Where a step's compute went, per search operator (operator policies only).
 
@@ -559,7 +552,7 @@ def operator_costs(problem: Any, samples: list[list[Sample]], starts: list[State
     call costs about 40 single moves), and a fixed wall budget buys operators by their time share.
     """
     flat = [(g, s) for g, group in enumerate(samples) for s in group]
-    names = [s.operator for _, s in flat]
+    names = [getattr(s, "operator", None) for _, s in flat]
     if not any(names) or len(seconds) != len(flat) or len(children) != len(flat):
         return {}
     declared = [op.name for op in getattr(problem, "operators", ()) or ()]
