@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from discoverygym.io import atomic_write_json
-from discoverygym.policy import Outcome
+from discoverygym.policy import Outcome, Sample
 
 __all__ = ["OUTCOME_TAG", "OUTCOMES_FILE", "SAMPLES_FILE", "UNSCORED", "OutcomeLog", "classify", "classify_error"]
 
@@ -87,12 +87,11 @@ def _judged_fields(judged: Any) -> tuple[bool, str | None, bool]:
     return bool(getattr(judged, "valid", False)), getattr(judged, "error", None), bool(metadata.get("unscored"))
 
 
-def classify(sample: Any, judged: Any) -> Outcome | None:
+def classify(sample: Sample | None, judged: Any) -> Outcome | None:
     """The :class:`Outcome` of one sample.
 
     Args:
-        sample: a :class:`~discoverygym.policy.Sample` (or anything with ``outcome`` /
-            ``parse_error`` / ``apply_error`` attributes), or ``None``.
+        sample: a :class:`~discoverygym.policy.Sample`, or ``None`` (only the judge's verdict counts).
         judged: the judged :class:`~discoverygym.types.State`, or a step's ``info`` dict
             (``valid``, ``error``, ``unscored``, or ``state``).
 
@@ -102,10 +101,10 @@ def classify(sample: Any, judged: Any) -> Outcome | None:
         truncation / otherwise; a ``diff`` that did not apply is no code); else the judge's verdict
         (:func:`classify_error`); ``None`` for an unscored candidate.
     """
-    preset = getattr(sample, "outcome", None)
-    if preset is not None:
-        return Outcome(preset)
-    parse_error = getattr(sample, "parse_error", None) or getattr(sample, "apply_error", None)
+    sample = Sample() if sample is None else sample
+    if sample.outcome is not None:
+        return Outcome(sample.outcome)
+    parse_error = sample.error
     if parse_error:
         return Outcome.TRUNCATED if "truncated" in str(parse_error).lower() else Outcome.NO_CODE
     valid, error, unscored = _judged_fields(judged)
@@ -187,7 +186,7 @@ class OutcomeLog:
         """Samples recorded (unscored included)."""
         return sum(self.counts.values())
 
-    def record(self, sample: Any, judged: Any, **fields: Any) -> Outcome | None:
+    def record(self, sample: Sample | None, judged: Any, **fields: Any) -> Outcome | None:
         """Classify one judged sample, count it, and append its line (if it has text, or ``keep_all``).
 
         Args:
@@ -201,17 +200,18 @@ class OutcomeLog:
         outcome = classify(sample, judged)
         key = outcome.value if outcome is not None else UNSCORED
         self.counts[key] += 1
-        text = getattr(sample, "text", None)
+        sample = Sample() if sample is None else sample
+        text = sample.text
         if text is not None or self.keep_all:
             valid, error, _ = _judged_fields(judged)
             score = judged.get("score") if isinstance(judged, Mapping) else getattr(judged, "score", None)
             line = {"i": self._lines, "outcome": outcome.value if outcome is not None else None,
                     "valid": valid, "score": _jsonable(score),
                     "error": None if error is None else str(error)[:2000],
-                    "parse_error": getattr(sample, "parse_error", None) or getattr(sample, "apply_error", None),
-                    "finish_reason": getattr(sample, "finish_reason", None),
-                    "edit": getattr(sample, "edit", None),
-                    "tokens": len(getattr(sample, "completion_ids", None) or []) or None,
+                    "parse_error": sample.error,
+                    "finish_reason": sample.finish_reason,
+                    "edit": sample.edit,
+                    "tokens": len(getattr(sample, "completion_ids", None) or []) or None,  # LLM samples
                     **{k: _jsonable(v) for k, v in fields.items()},
                     "text": text}
             with open(self.samples_path, "a", encoding="utf-8") as fh:

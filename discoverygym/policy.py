@@ -50,7 +50,6 @@ __all__ = [
     "LLM_BACKENDS",
     "LLM_SPECS",
     "POLICIES",
-    "DeferredAction",
     "Outcome",
     "Policy",
     "Sample",
@@ -200,30 +199,6 @@ class Policy(Protocol):
 
     def sample(self, contexts: Sequence[SamplingContext], n: int, rng: np.random.Generator) -> list[list[Sample]]:
         """``n`` samples for each context, as a list (one entry per context) of lists of :class:`Sample`."""
-
-
-class DeferredAction:
-    """Mixin for samples whose action is computed by a picklable job.
-
-    A sample with fields ``child`` (the computed action, or ``None``) and ``pending`` (a
-    zero-argument picklable callable, or ``None``) exposes ``action``: on first read it runs
-    ``pending()`` here; a trainer that runs ``pending`` in a worker process sets ``action``
-    (``child``) to the result instead, so the job runs once.
-    """
-
-    child: Any
-    pending: Any
-
-    @property
-    def action(self) -> Any:
-        """The action (computed from ``pending`` on first access)."""
-        if self.child is None and self.pending is not None:
-            self.child = self.pending()
-        return self.child
-
-    @action.setter
-    def action(self, value: Any) -> None:
-        self.child = value
 
 
 #: policy name -> "module:attr" of its factory (imported lazily).

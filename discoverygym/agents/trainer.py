@@ -89,9 +89,9 @@ from discoverygym.agents.objectives import (
     progress_rate,
     scored_advantages,
 )
-from discoverygym.agents.policies.edits import edit_stats
+from discoverygym.agents.policies.llm import LLMSample
 from discoverygym.io import atomic_write_json, available_cpus, limit_native_threads
-from discoverygym.policy import SamplingContext
+from discoverygym.policy import Sample, SamplingContext, edit_stats
 from discoverygym.search.executors import EnvCopy, EvalTask, LocalEvaluator, evaluate_task
 from discoverygym.types import State
 
@@ -246,7 +246,7 @@ class Trainer:
         contexts = [SamplingContext(parent=s, inspirations=(s,), problem=self.problem, action_mode=cfg.action_mode,
                                     trajectory=g, step=self.step_index) for g, s in enumerate(starts)]
         # 2. rollouts
-        samples = self.sampler.sample(contexts, cfg.group_size, self.rng)
+        samples = [list(group) for group in self.sampler.sample(contexts, cfg.group_size, self.rng)]
         t_eval = time.perf_counter()
         sample_s = t_eval - t0
         # 3. evaluation, recorded in the archive in rollout order
@@ -264,10 +264,9 @@ class Trainer:
             n_repeat += repeat
             scored[g, k] = not child.unscored and not repeat
             n_valid += child.valid
-            parse_error = getattr(sample, "parse_error", None)
-            n_parsed += parse_error is None
+            n_parsed += sample.parse_error is None
             if not child.valid:
-                key = (parse_error or getattr(sample, "apply_error", None) or child.error or "invalid").split(":")[0][:60]
+                key = (sample.error or child.error or "invalid").split(":")[0][:60]
                 errors[key] = errors.get(key, 0) + 1
             elif child.reward > self.best.reward:
                 self.best = child
@@ -292,7 +291,7 @@ class Trainer:
         train_s = time.perf_counter() - t_train
         self.step_index += 1
         beta = adv.beta[adv.keep]
-        n_tokens = sum(len(getattr(s, "completion_ids", ())) for s in flat)
+        n_tokens = sum(len(s.completion_ids) for s in flat if isinstance(s, LLMSample))
         metrics = {
             "step": self.step_index,
             "reward/max": float(rewards.max()), "reward/mean": float(rewards.mean()),
@@ -328,16 +327,18 @@ class Trainer:
             return available_cpus()
         return 1
 
-    def _judge(self, starts: list[State], samples: list[list[Any]], keys: list[tuple[int, int]]) -> list[State]:
+    def _judge(self, starts: list[State], samples: list[list[Sample]], keys: list[tuple[int, int]]) -> list[State]:
         """Judge every sample's action against its start state; returns the children in the order of
         ``keys`` (``(group, rollout)`` pairs, rollout order).
 
         Each rollout gets an id and a seed drawn here from the trainer's (checkpointed) generator in
         rollout order, and is judged with ``env.unwrapped.evaluate(action, parent=start, ...)``: the
         start state is never re-verified (no ``reset`` per rollout). A sample with a ``pending`` job
-        (:class:`~discoverygym.policy.DeferredAction`: an operator or a polish) has it run next to
-        its verification. With ``eval_workers`` > 1 construction rollouts run in a pool of worker
-        processes (:func:`rollout_pool`), programs in threads (each in its own sandbox process); the
+        (:attr:`~discoverygym.policy.Sample.pending`: an operator or a polish) has it run next to
+        its verification, and is replaced in ``samples`` by its copy with the computed action
+        (:meth:`~discoverygym.policy.Sample.with_action`). With ``eval_workers`` > 1 construction
+        rollouts run in a pool of worker processes (:func:`rollout_pool`), programs in threads (each
+        in its own sandbox process); the
         children are then recorded through the reuse wrapper in rollout order, so the results are
         identical for any number of workers. Each rollout's wall seconds go to ``last_rollout_s``
         (never into a child or the archive; into an advantage only with ``credit="progress-rate"``,
@@ -350,9 +351,9 @@ class Trainer:
         tasks = []
         for (g, k), (state_id, seed) in zip(keys, draws):
             sample = samples[g][k]
-            pending = getattr(sample, "pending", None) if getattr(sample, "child", None) is None else None
+            pending = sample.pending
             meta = {"step": self.step_index}
-            if getattr(sample, "operator", None):
+            if sample.operator:
                 meta["operator"] = sample.operator
             action = None if pending is not None else sample.action
             tasks.append(EvalTask(action, state_id, seed=seed, metadata=meta, pending=pending, parent=starts[g]))
@@ -370,7 +371,7 @@ class Trainer:
         children = []
         for (g, k), task, result in zip(keys, tasks, results):
             if task.pending is not None:
-                samples[g][k].action = result.action
+                samples[g][k] = samples[g][k].with_action(result.action)
             children.append(self.reuse.record(result.state, parent=starts[g]))
         self.last_rollout_s = [float(r.busy_s) for r in results]
         return children
@@ -472,7 +473,7 @@ class Trainer:
             return
         with open(self.run_dir / "samples.jsonl", "a") as fh:
             fh.writelines(json.dumps({"step": self.step_index, "reward": r, "parse_error": s.parse_error,
-                                      "apply_error": getattr(s, "apply_error", None), "edit": getattr(s, "edit", None),
+                                      "apply_error": s.apply_error, "edit": s.edit,
                                       "finish_reason": s.finish_reason, "text": s.text[-4000:]}) + "\n"
                           for s, r in list(zip(flat, rewards))[: self.config.llm.log_samples])
 
@@ -532,7 +533,7 @@ def rollout_pool(env: Any, workers: int) -> LocalEvaluator:
     return LocalEvaluator(EnvCopy(env), workers, start_method=method, preload=("discoverygym.agents.trainer",))
 
 
-def operator_costs(problem: Any, samples: list[list[Any]], starts: list[State], children: list[State],
+def operator_costs(problem: Any, samples: list[list[Sample]], starts: list[State], children: list[State],
                    seconds: list[float]) -> dict[str, float]:
     """Where a step's compute went, per search operator (operator policies only).
 
@@ -552,7 +553,7 @@ def operator_costs(problem: Any, samples: list[list[Any]], starts: list[State], 
     call costs about 40 single moves), and a fixed wall budget buys operators by their time share.
     """
     flat = [(g, s) for g, group in enumerate(samples) for s in group]
-    names = [getattr(s, "operator", None) for _, s in flat]
+    names = [s.operator for _, s in flat]
     if not any(names) or len(seconds) != len(flat) or len(children) != len(flat):
         return {}
     declared = [op.name for op in getattr(problem, "operators", ()) or ()]

@@ -9,6 +9,7 @@ import pytest
 
 from discoverygym.agents.trainer import Trainer, ablation_config, operator_costs
 from discoverygym.envs.operators import base, circles
+from discoverygym.policy import Sample
 from discoverygym.types import State
 
 
@@ -19,8 +20,7 @@ def _op(name: str) -> base.Operator:
 def test_operator_costs_by_hand():
     """Shares of summed seconds and strict, valid improvements over the start, per declared operator."""
     problem = SimpleNamespace(operators=(_op("a"), _op("b"), _op("c")))
-    samples = [[SimpleNamespace(operator="a"), SimpleNamespace(operator="a"), SimpleNamespace(operator="b")],
-               [SimpleNamespace(operator="b")]]
+    samples = [[Sample(operator="a"), Sample(operator="a"), Sample(operator="b")], [Sample(operator="b")]]
     starts = [State(None, 1.0, 1.0, True), State(None, 5.0, 5.0, True)]
     children = [State(None, 2.0, 2.0, True),     # a: beats its start
                 State(None, 0.5, 0.5, True),     # a: worse
@@ -31,7 +31,7 @@ def test_operator_costs_by_hand():
     assert out["ops/time_share/a"] == 0.5 and out["ops/time_share/b"] == 0.5 and out["ops/time_share/c"] == 0.0
     assert (out["ops/improved/a"], out["ops/improved/b"], out["ops/improved/c"]) == (1, 0, 0)
     # nothing to attribute: no operator rollouts, or timings that do not match the rollouts
-    assert operator_costs(problem, [[SimpleNamespace()]], starts[:1], children[:1], [1.0]) == {}
+    assert operator_costs(problem, [[Sample()]], starts[:1], children[:1], [1.0]) == {}
     assert operator_costs(problem, samples, starts, children, [1.0]) == {}
 
 

@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from discoverygym.agents.prompts import ResponseError, code_blocks
-from discoverygym.policy import Outcome
+from discoverygym.policy import Outcome, edit_stats
 
 __all__ = [
     "EDIT_FORMATS",
@@ -443,17 +443,3 @@ def apply_edit(text: Any, parent: str, *, language: str = "python", entry: str |
                        f"and no complete ```{language} program{what}")
     return EditResult(None, "failed", parse_error=parse_error, outcome=Outcome.NO_CODE)
 
-
-# ---------------------------------------------------------------------------------------------- metrics
-def edit_stats(samples: Iterable[Any]) -> dict[str, float]:
-    """TRANSITIONAL (issue 38 item 1, until the trainer's numeric samples are typed): tolerant
-    :func:`discoverygym.policy.edit_stats` for samples that are not yet :class:`~discoverygym.policy.Sample` s."""
-    items = list(samples)
-    n = len(items)
-    if not n:
-        return {"edit/parse_fail_rate": 0.0, "edit/apply_fail_rate": 0.0, "edit/fallback_rate": 0.0}
-    parse = sum(getattr(s, "parse_error", None) is not None for s in items)
-    apply = sum(getattr(s, "parse_error", None) is None and getattr(s, "apply_error", None) is not None
-                for s in items)
-    fallback = sum(getattr(s, "edit", None) == "fallback" for s in items)
-    return {"edit/parse_fail_rate": parse / n, "edit/apply_fail_rate": apply / n, "edit/fallback_rate": fallback / n}

@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from discoverygym.envs.polish import get_polisher
-from discoverygym.policy import DeferredAction, SamplingContext
+from discoverygym.policy import Sample, SamplingContext
 
 __all__ = ["GaussianPolicy", "PolicySample"]
 
@@ -45,29 +45,24 @@ def _polish_job(polisher, child: np.ndarray, kwargs: dict) -> np.ndarray:
     return np.asarray(polisher(child, **kwargs), dtype=np.float64).reshape(child.shape)
 
 
-@dataclass
-class PolicySample(DeferredAction):
-    """One proposal of a numeric policy.
+@dataclass(frozen=True, kw_only=True)
+class PolicySample(Sample):
+    """One proposal of a numeric policy (a :class:`~discoverygym.policy.Sample`).
 
-    ``action`` (:class:`~discoverygym.policy.DeferredAction`) is the construction to evaluate
-    (numpy float64, the parent's shape), polished if set: the polish runs in ``pending`` (in the
-    trainer's worker processes, or on first access).
+    ``action`` is the construction to evaluate (numpy float64, the parent's shape); when a polish
+    is set it is ``None`` and ``pending`` is the polish job, run by the trainer's worker processes
+    (:meth:`~discoverygym.policy.Sample.with_action` stores the result) or here by
+    :meth:`~discoverygym.policy.Sample.resolved`.
 
-    Attributes:
-        child: the (polished) construction once computed.
+    Attributes (besides those of :class:`~discoverygym.policy.Sample`):
         mask: ``[U]`` bool tensor, which units moved.
         move: ``[U, C]`` float64 tensor, the moves in spread units (0 where not moving).
         logprob: ``[U]`` float64 tensor, behaviour log-probability per unit (no gradient).
-        parent_id: id of the parent state.
-        pending: the polish job (``None`` when unpolished or done).
     """
 
-    child: Any
     mask: torch.Tensor
     move: torch.Tensor
     logprob: torch.Tensor
-    parent_id: str = ""
-    pending: Any = None
 
 
 class GaussianPolicy(nn.Module):
@@ -154,20 +149,21 @@ class GaussianPolicy(nn.Module):
         """``n`` proposals per context (the :class:`~discoverygym.agents.policies.Policy` protocol).
 
         Returns:
-            For each context, ``n`` :class:`PolicySample` (``.action`` is the construction).
+            For each context, ``n`` :class:`PolicySample` (``.action`` is the construction, or
+            ``.pending`` its polish job).
         """
         out = []
-        for ctx in contexts:
+        for c, ctx in enumerate(contexts):
             x = np.asarray(ctx.parent.solution)
             if x.dtype.kind not in "fiu":
                 raise ValueError(f"GaussianPolicy needs a numeric construction, got {x.dtype}")
             if tuple(x.shape) != self.shape:
                 raise ValueError(f"parent shape {x.shape} differs from the policy's {self.shape}")
             polisher = get_polisher(self.polish_name, ctx.problem)
-            out.append([self._one(x.astype(np.float64), ctx.parent.id, rng, polisher) for _ in range(n)])
+            out.append([self._one(x.astype(np.float64), ctx.parent.id, rng, polisher, c) for _ in range(n)])
         return out
 
-    def _one(self, x: np.ndarray, parent_id: str, rng: np.random.Generator, polisher) -> PolicySample:
+    def _one(self, x: np.ndarray, parent_id: str, rng: np.random.Generator, polisher, context: int = 0) -> PolicySample:
         cols = x if x.ndim == 2 else x[:, None]
         spread = np.maximum(np.maximum(cols.std(axis=0), np.abs(cols).mean(axis=0)), 1e-12)
         units, ncol = cols.shape
@@ -182,10 +178,10 @@ class GaussianPolicy(nn.Module):
             mask, move = torch.from_numpy(mask_np), torch.from_numpy(move_np)
             logprob = self._unit_logprob(mask[None], move[None])[0]
         child = (cols + move_np * spread).reshape(x.shape)
+        fields = {"mask": mask, "move": move, "logprob": logprob, "parent_id": parent_id, "context": context}
         if polisher is not None:
-            job = partial(_polish_job, polisher, child, self.polish_kwargs)
-            return PolicySample(None, mask, move, logprob, parent_id, pending=job)
-        return PolicySample(child, mask, move, logprob, parent_id)
+            return PolicySample(pending=partial(_polish_job, polisher, child, self.polish_kwargs), **fields)
+        return PolicySample(action=child, **fields)
 
     # ------------------------------------------------------------------ reference
     def reference(self) -> GaussianPolicy:

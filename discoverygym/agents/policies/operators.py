@@ -38,7 +38,7 @@ import torch
 from torch import nn
 
 from discoverygym.envs.operators.base import apply_operator
-from discoverygym.policy import DeferredAction, SamplingContext
+from discoverygym.policy import Sample, SamplingContext
 
 __all__ = ["OperatorPolicy", "OperatorSample"]
 
@@ -46,32 +46,28 @@ __all__ = ["OperatorPolicy", "OperatorSample"]
 U_EPS = 1e-6
 
 
-@dataclass
-class OperatorSample(DeferredAction):
-    """One proposal of :class:`OperatorPolicy`.
+@dataclass(frozen=True, kw_only=True)
+class OperatorSample(Sample):
+    """One proposal of :class:`OperatorPolicy` (a :class:`~discoverygym.policy.Sample`).
 
-    ``action`` (:class:`~discoverygym.policy.DeferredAction`) is the child construction, computed
-    from ``pending`` on first access unless the trainer's workers set it.
+    ``action`` is ``None`` until ``pending`` (the operator run, a zero-argument picklable job
+    returning the float64 child) has run: in the trainer's worker processes
+    (:meth:`~discoverygym.policy.Sample.with_action` stores the child) or here by
+    :meth:`~discoverygym.policy.Sample.resolved`. ``operator`` is the operator's name.
 
-    Attributes:
-        child: the child construction once computed (``None`` until ``pending`` has run).
-        pending: zero-argument picklable job returning the child (float64 numpy array).
+    Attributes (besides those of :class:`~discoverygym.policy.Sample`):
         op: index of the chosen operator.
         units: ``[P_max]`` float64 tensor, the unit parameter values (0 beyond the operator's ``P_k``).
         token_mask: ``[1 + P_max]`` bool tensor, the decision tokens (operator, then its parameters).
         logprob: ``[1 + P_max]`` float64 tensor, behaviour log-probabilities (0 on padding).
-        operator: the operator's name; seed: its generator seed; parent_id: the parent's id.
+        seed: the operator's generator seed.
     """
 
-    child: Any
-    pending: Any
     op: int
     units: torch.Tensor
     token_mask: torch.Tensor
     logprob: torch.Tensor
-    operator: str = ""
     seed: int = 0
-    parent_id: str = ""
 
 
 class OperatorPolicy(nn.Module):
@@ -173,12 +169,12 @@ class OperatorPolicy(nn.Module):
         return ops
 
     def sample(self, contexts: Sequence[SamplingContext], n: int, rng: np.random.Generator) -> list[list[OperatorSample]]:
-        """``n`` proposals per context (the Policy protocol); ``.pending`` computes each child."""
+        """``n`` proposals per context (the Policy protocol); each sample's ``pending`` computes its child."""
         with torch.no_grad():
             probs = self.op_probs().numpy()
             a, b = self.log_a.exp().numpy(), self.log_b.exp().numpy()
         out = []
-        for ctx in contexts:
+        for c, ctx in enumerate(contexts):
             ops = self._resolve(ctx.problem)
             parent = np.asarray(ctx.parent.solution, dtype=np.float64)
             group = []
@@ -193,7 +189,8 @@ class OperatorPolicy(nn.Module):
                     lp = self._token_logprob(torch.tensor([k]), units_t[None])[0]
                 mask = torch.cat([torch.ones(1, dtype=torch.bool), self.param_mask[k]])
                 job = partial(apply_operator, ops[k], parent, units[: self.n_params[k]].tolist(), seed)
-                group.append(OperatorSample(None, job, k, units_t, mask, lp, ops[k].name, seed, ctx.parent.id))
+                group.append(OperatorSample(pending=job, op=k, units=units_t, token_mask=mask, logprob=lp,
+                                            operator=ops[k].name, seed=seed, context=c, parent_id=ctx.parent.id))
             out.append(group)
         return out
 
