@@ -430,12 +430,16 @@ class HFPolicy:
             if t:
                 tgt[i, :t] = torch.tensor(s.completion_ids, device=self.device)
                 valid[i, :t] = True
+        # only the logits that predict completion tokens (from the shortest prompt's last token on):
+        # the prompt's [P, vocab] logits would dominate memory (a 1k-token prompt × 49k vocab × 4 B per row)
+        first = max(0, min(len(s.prompt_ids) for s in samples) - 1)
+        kw = {"input_ids": ids, "attention_mask": attn, "logits_to_keep": longest - first}
         if base:
             with torch.no_grad(), self.model.disable_adapter():
-                logits = self.model(input_ids=ids, attention_mask=attn).logits
+                logits = self.model(**kw).logits
         else:
-            logits = self.model(input_ids=ids, attention_mask=attn).logits
-        picked = logits.gather(1, pos[:, :, None].expand(-1, -1, logits.shape[-1])).float()
+            logits = self.model(**kw).logits
+        picked = logits.gather(1, (pos - first)[:, :, None].expand(-1, -1, logits.shape[-1])).float()
         logp = torch.log_softmax(picked / self.temperature, dim=-1).gather(2, tgt[:, :, None]).squeeze(2)
         return torch.where(valid, logp, torch.zeros_like(logp))
 
