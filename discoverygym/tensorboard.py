@@ -65,7 +65,7 @@ __all__ = [
 SCORE_BEST = "score/best"
 SCORE_RECORD = "score/record"
 #: best - record whatever the direction (:meth:`Direction.gap <discoverygym.types.Direction.gap>`), as the
-#: console's "gap to record" and summary.json's ``gap_to_record``: positive beats a maximised record
+#: console's "gap to record" and ``train --json``'s ``gap_to_record``: positive beats a maximised record
 SCORE_GAP = "score/gap"
 REWARD = "reward/"
 REWARD_BEST = "reward/best"

@@ -24,7 +24,7 @@ class Direction(str, Enum):
     hold. Code outside ``envs/problem.py`` and this class compares scores through its methods, never
     by testing the direction string.
 
-    Gap convention (the console's ``gap to record``, ``summary.json``'s ``gap_to_record`` and
+    Gap convention (the console's ``gap to record``, ``train --json``'s ``gap_to_record`` and
     TensorBoard's ``score/gap`` all use it): ``gap(value, record) = value − record`` in the score's
     own units, whatever the direction; read it with the direction: for ``MAX`` a positive gap beats
     the record, for ``MIN`` a negative one does (:meth:`improvement` gives the sign-aware form).

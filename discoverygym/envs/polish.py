@@ -230,6 +230,11 @@ def ac1_smooth_max(f: Any, steps: int = 30, lr: float = 1e-2, temp: float = 200.
 #: which is the problem's fact, ``Problem.polish``.
 _POLISHERS: tuple[Callable[..., np.ndarray], ...] = (slsqp_circles, erdos_smooth_max, ac1_smooth_max)
 
+#: names ``polish=`` took before the problem became the home of its polisher (issue 38): still read,
+#: so that old commands and old run directories' ``config.json`` keep working.
+_FORMER_NAMES: dict[str, str] = {"circle_packing": "slsqp_circles", "erdos_min_overlap": "erdos_smooth_max",
+                                 "first_autocorrelation": "ac1_smooth_max"}
+
 
 def get_polisher(name: str | None, problem: Any = None) -> Callable[..., np.ndarray] | None:
     """Resolve a polish option.
@@ -237,7 +242,9 @@ def get_polisher(name: str | None, problem: Any = None) -> Callable[..., np.ndar
     Args:
         name: ``None``/``"none"`` (no polish), ``"auto"`` (``problem.polish``, the problem's
             declared local optimiser, or none), or the function name of a polisher of this module
-            (``"slsqp_circles"``, ``"erdos_smooth_max"``, ``"ac1_smooth_max"``).
+            (``"slsqp_circles"``, ``"erdos_smooth_max"``, ``"ac1_smooth_max"``); the former
+            problem-family names (``"circle_packing"``, ``"erdos_min_overlap"``,
+            ``"first_autocorrelation"``) name the same polishers.
         problem: the problem (a :class:`~discoverygym.envs.problem.Problem`) for ``"auto"``.
 
     Returns:
@@ -250,6 +257,7 @@ def get_polisher(name: str | None, problem: Any = None) -> Callable[..., np.ndar
         return None
     if name == "auto":
         return problem.polish if problem is not None else None
+    name = _FORMER_NAMES.get(name, name)
     for polisher in _POLISHERS:
         if polisher.__name__ == name:
             return polisher

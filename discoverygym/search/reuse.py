@@ -125,6 +125,8 @@ class ReuseWrapper(gym.Wrapper):
             rule = make_selector(rule, **rule_kwargs)
         elif rule_kwargs:
             raise TypeError(f"hyper-parameters {sorted(rule_kwargs)} go with a rule name, not a rule object")
+        elif not hasattr(rule, "new_archive"):
+            raise TypeError(f"rule must be a selector name or a Selector object, got {type(rule).__name__}")
         self.rule = rule
         if archive is None:
             archive = rule.new_archive()

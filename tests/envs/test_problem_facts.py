@@ -88,5 +88,7 @@ def test_polish_is_the_problems_or_a_polisher_by_its_name():
     cp = discoverygym.ENVS["CirclePacking-26-v0"]
     assert get_polisher("auto", cp) is cp.polish is slsqp_circles
     assert get_polisher("slsqp_circles") is slsqp_circles and get_polisher("none", cp) is None
-    with pytest.raises(ValueError, match="unknown polish 'circle_packing'"):
-        get_polisher("circle_packing")
+    # the names polish= took before issue 38 still resolve (old commands, old run directories)
+    assert get_polisher("circle_packing") is slsqp_circles
+    with pytest.raises(ValueError, match="unknown polish 'circle_packin'"):
+        get_polisher("circle_packin")
