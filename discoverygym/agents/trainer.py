@@ -25,7 +25,9 @@ Read :meth:`Trainer.train_step` top to bottom (CleanRL style):
    group is dropped, ``update_on_constant`` takes a KL-only step (A = 0). A separate sampler then
    loads the learner's new adapter.
 6. **Log + checkpoint**: TensorBoard scalars (+ an image of the best construction every
-   ``image_every`` steps), ``metrics.jsonl``, ``samples.jsonl`` (LLM responses), ``best.json``, and a
+   ``image_every`` steps; ``outcome/<category>`` counts), ``metrics.jsonl``, ``samples.jsonl`` (every LLM
+   response with its :class:`~discoverygym.policy.Outcome`), ``outcomes.json`` (counts per category;
+   :class:`~discoverygym.outcomes.OutcomeLog`), ``best.json``, and a
    checkpoint (learner, archive, rule statistics, generator states) from which ``resume`` continues
    exactly (with ``credit="reward"``, the default; ``"progress-rate"`` credits rollouts by wall seconds).
 
@@ -256,9 +258,12 @@ class Trainer:
         errors: dict[str, int] = {}
         keys = [(g, k) for g, group in enumerate(samples) for k in range(len(group))]
         children = self._judge(starts, samples, keys)
+        outcomes = self._outcome_log()
         for (g, k), child in zip(keys, children):
             sample = samples[g][k]
             rewards[g, k] = child.reward
+            if outcomes is not None:  # every response's text and category (samples.jsonl, outcomes.json)
+                outcomes.record(sample, child, step=self.step_index + 1, group=g, reward=float(child.reward))
             # unscored rollouts, and repeats of their start state when cfg.skip_repeats, carry no signal
             repeat = cfg.skip_repeats and is_repeat(child, starts[g])
             n_repeat += repeat
@@ -270,6 +275,8 @@ class Trainer:
                 errors[key] = errors.get(key, 0) + 1
             elif child.reward > self.best.reward:
                 self.best = child
+        if outcomes is not None:
+            outcomes.flush()
         eval_s = time.perf_counter() - t_eval
         ops = operator_costs(self.problem, samples, starts, children, self.last_rollout_s)
         # 4. advantages from the group rewards (the objective hook), unscored rollouts left out;
@@ -314,10 +321,20 @@ class Trainer:
             "perf/tokens_per_s": n_tokens / max(sample_s, 1e-9),
             "perf/step_time_s": time.perf_counter() - t0,
             **ops,
+            **(outcomes.scalars() if outcomes is not None else {}),  # outcome/<category>: counts so far
             "errors": errors,
         }
-        self._log_samples(flat, rewards.reshape(-1).tolist())
         return metrics
+
+    def _outcome_log(self) -> Any:
+        """The run's :class:`~discoverygym.outcomes.OutcomeLog` (every response in ``samples.jsonl``,
+        counts in ``outcomes.json``), made at the first step (after a resume truncated the file), or
+        ``None`` without a run directory."""
+        if getattr(self, "_outcomes", None) is None and self.run_dir is not None:
+            from discoverygym.outcomes import OutcomeLog
+
+            self._outcomes = OutcomeLog(self.run_dir)
+        return getattr(self, "_outcomes", None)
 
     def _eval_workers(self) -> int:
         if self.config.eval_workers:
@@ -466,16 +483,6 @@ class Trainer:
         with open(self.run_dir / "metrics.jsonl", "a") as fh:
             fh.write(json.dumps(metrics) + "\n")
         self._write_best()
-
-    def _log_samples(self, flat: list, rewards: list[float]) -> None:
-        """The first ``log_samples`` LLM responses of the step into ``samples.jsonl`` (text samples only)."""
-        if self.run_dir is None or not self.config.llm.log_samples or not flat or getattr(flat[0], "text", None) is None:
-            return
-        with open(self.run_dir / "samples.jsonl", "a") as fh:
-            fh.writelines(json.dumps({"step": self.step_index, "reward": r, "parse_error": s.parse_error,
-                                      "apply_error": s.apply_error, "edit": s.edit,
-                                      "finish_reason": s.finish_reason, "text": s.text[-4000:]}) + "\n"
-                          for s, r in list(zip(flat, rewards))[: self.config.llm.log_samples])
 
     def _write_best(self) -> None:
         if self.run_dir is None:
