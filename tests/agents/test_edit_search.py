@@ -26,6 +26,8 @@ FIRST = "```python\n" + PROGRAM + "```\n"
 def _current_program(prompt: str) -> str | None:
     """The program of the prompt's "Current state" block (None: a construction without program)."""
     head = prompt.split("## Current state", 1)[1].split("Published record", 1)[0]
+    if "There is no program for this state yet" in head:  # the block shown is the problem's example program
+        return None
     found = re.search(r"```python\n(.*?)\n```", head, re.DOTALL)
     return found.group(1) if found else None
 
