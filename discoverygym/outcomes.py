@@ -36,6 +36,7 @@ Example:
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Mapping
@@ -45,7 +46,7 @@ from typing import Any
 from discoverygym.io import atomic_write_json
 from discoverygym.policy import Outcome, Sample
 
-__all__ = ["OUTCOME_TAG", "OUTCOMES_FILE", "SAMPLES_FILE", "UNSCORED", "OutcomeLog", "classify", "classify_error"]
+__all__ = ["OUTCOMES_FILE", "OUTCOME_TAG", "SAMPLES_FILE", "UNSCORED", "OutcomeLog", "classify", "classify_error"]
 
 OUTCOMES_FILE = "outcomes.json"
 SAMPLES_FILE = "samples.jsonl"
@@ -119,7 +120,7 @@ def _jsonable(value: Any) -> Any:
     if value is None or isinstance(value, (str, bool, int)):
         return value
     if isinstance(value, float):
-        return value if value == value and abs(value) != float("inf") else str(value)
+        return value if math.isfinite(value) else str(value)
     try:
         return float(value)
     except (TypeError, ValueError):

@@ -13,10 +13,11 @@ import numpy as np
 
 from discoverygym.agents.config import TrainConfig
 from discoverygym.policy import POLICIES, split_spec
+from discoverygym.search.executors import EnvCopy, LocalEvaluator
 from discoverygym.search.reuse import ReuseWrapper
 from discoverygym.types import State
 
-__all__ = ["build_learners", "check_polish_kwargs", "make_reuse", "make_train_env"]
+__all__ = ["build_learners", "check_polish_kwargs", "make_reuse", "make_train_env", "rollout_pool"]
 
 
 def make_train_env(config: TrainConfig) -> gym.Env:
@@ -134,3 +135,20 @@ def build_learners(config: TrainConfig, start: State, problem: Any) -> tuple[Any
                          max_lora_rank=llm.lora_rank, edit_format=llm.edit_format)
     learner = HFPolicy(llm.train_model or target, **hf_kw)
     return sampler, learner
+
+
+def rollout_pool(env: Any, workers: int) -> LocalEvaluator:
+    """The pool of ``workers`` processes that judge construction rollouts (and run their pending jobs).
+
+    A :class:`~discoverygym.search.executors.LocalEvaluator` over a pickled copy of the env. Workers
+    start from a fresh interpreter (``forkserver`` where available, preloading this module, else
+    ``spawn``: forking a trainer that already runs threads, e.g. torch's, can deadlock the child), run
+    BLAS and torch single-threaded, ignore Ctrl-C (the trainer stops them) and die with the trainer
+    even when it is killed without running its ``finally`` blocks (SIGKILL; an unhandled SIGTERM):
+    they watch its pid (:func:`~discoverygym.search.executors.guard_parent`), so no worker, and then
+    no forkserver, is left behind.
+    """
+    import multiprocessing as mp
+
+    method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+    return LocalEvaluator(EnvCopy(env), workers, start_method=method, preload=("discoverygym.agents.trainer",))

@@ -24,22 +24,19 @@ Read :meth:`Trainer.train_step` top to bottom (CleanRL style):
    frozen reference, then ``−Σ_t exp(log π_θ − log π_sampler) · A_t``) and one Adam step. When every
    group is dropped, ``update_on_constant`` takes a KL-only step (A = 0). A separate sampler then
    loads the learner's new adapter.
-6. **Log + checkpoint**: TensorBoard scalars (+ an image of the best construction every
-   ``image_every`` steps; ``outcome/<category>`` counts), ``metrics.jsonl``, ``samples.jsonl`` (every LLM
-   response with its :class:`~discoverygym.policy.Outcome`), ``outcomes.json`` (counts per category;
-   :class:`~discoverygym.outcomes.OutcomeLog`), ``best.json``, and a
-   checkpoint (learner, archive, rule statistics, generator states) from which ``resume`` continues
-   exactly (with ``credit="reward"``, the default; ``"progress-rate"`` credits rollouts by wall seconds).
+6. **Log + checkpoint**: TensorBoard scalars (+ the best construction's image every ``image_every``
+   steps; ``outcome/<category>``), ``metrics.jsonl``, ``samples.jsonl`` + ``outcomes.json`` (every LLM
+   response and its :class:`~discoverygym.policy.Outcome`; :class:`~discoverygym.outcomes.OutcomeLog`),
+   ``best.json``, and a checkpoint (learner, archive, rule statistics, generator states) from which
+   ``resume`` continues exactly (``credit="reward"``; ``"progress-rate"`` credits by wall seconds).
 
-The trainer never names a problem or a backend: the env owns its problem, the learner its loss
-inputs. Source: TTT-Discover (arXiv 2601.16175) §3 and App. A; docs/algorithms.md.
-
-Ablations (TTT-Discover's table of ablations) are data, :data:`ABLATIONS`: eight configs, one code
+The trainer never names a problem or a backend. Source: TTT-Discover (arXiv 2601.16175) §3 and
+App. A; docs/algorithms.md. Ablations (TTT-Discover's table of ablations) are data, :data:`ABLATIONS`: eight configs, one code
 path, for every learner (and one of ours, ``progress-rate``).
 
-Around the loop, each in its module (as TRL's ``grpo_config.py`` beside ``grpo_trainer.py``): config
-and per-env defaults (:mod:`~discoverygym.agents.config`), builders (:mod:`~discoverygym.agents.build`),
-checkpoints (:mod:`~discoverygym.agents.checkpoint`), the evaluation pool (:mod:`~discoverygym.search.executors`).
+Around the loop, each in its module (TRL's ``grpo_config.py`` beside ``grpo_trainer.py``): config and
+per-env defaults (:mod:`~.config`), builders (:mod:`~.build`), checkpoints (:mod:`~.checkpoint`), the
+evaluation pool (:mod:`~discoverygym.search.executors`).
 """
 
 from __future__ import annotations
@@ -62,7 +59,7 @@ import numpy as np
 import torch
 
 from discoverygym.agents.batch import TrainBatch, run_update
-from discoverygym.agents.build import build_learners, make_reuse, make_train_env
+from discoverygym.agents.build import build_learners, make_reuse, make_train_env, rollout_pool
 from discoverygym.agents.checkpoint import (
     has_checkpoint,
     latest_checkpoint,
@@ -94,7 +91,7 @@ from discoverygym.agents.objectives import (
 from discoverygym.agents.policies.llm import LLMSample
 from discoverygym.io import atomic_write_json, available_cpus, limit_native_threads
 from discoverygym.policy import Sample, SamplingContext, edit_stats
-from discoverygym.search.executors import EnvCopy, EvalTask, LocalEvaluator, evaluate_task
+from discoverygym.search.executors import EvalTask, LocalEvaluator, evaluate_task
 from discoverygym.types import State
 
 __all__ = ["ABLATIONS", "CREDITS", "DEFAULT_GROUPS", "METRICS", "MIN_ROLLOUT_S", "REPEAT_RTOL",
@@ -521,23 +518,6 @@ class Trainer:
 #: xor-ed into rollout ids drawn from the trainer's generator (``default_rng(seed)``, the same stream as the
 #: env's own generator, which draws the initial state's id), so that the two never coincide systematically
 _ID_SALT = 0x2545F4914F6CDD1D
-
-
-def rollout_pool(env: Any, workers: int) -> LocalEvaluator:
-    """The pool of ``workers`` processes that judge construction rollouts (and run their pending jobs).
-
-    A :class:`~discoverygym.search.executors.LocalEvaluator` over a pickled copy of the env. Workers
-    start from a fresh interpreter (``forkserver`` where available, preloading this module, else
-    ``spawn``: forking a trainer that already runs threads, e.g. torch's, can deadlock the child), run
-    BLAS and torch single-threaded, ignore Ctrl-C (the trainer stops them) and die with the trainer
-    even when it is killed without running its ``finally`` blocks (SIGKILL; an unhandled SIGTERM):
-    they watch its pid (:func:`~discoverygym.search.executors.guard_parent`), so no worker, and then
-    no forkserver, is left behind.
-    """
-    import multiprocessing as mp
-
-    method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-    return LocalEvaluator(EnvCopy(env), workers, start_method=method, preload=("discoverygym.agents.trainer",))
 
 
 def operator_costs(problem: Any, samples: list[list[Sample]], starts: list[State], children: list[State],
