@@ -4,6 +4,7 @@
 needs to search any discoverygym env (initial program with ``EVOLVE-BLOCK`` markers, an
 ``evaluator.py`` that judges with discoverygym's env, a ``config.yaml``) and holds the evaluator's
 logic, so the score OpenEvolve records is discoverygym's verified score.
+:mod:`discoverygym.interop.trl`: a prompt dataset and a reward function (judged by the env) for TRL's trainers.
 
 Layer: above ``envs`` (it builds envs through the registry), below ``cli`` (``discoverygym export``).
 """
