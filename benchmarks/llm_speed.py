@@ -12,7 +12,9 @@ ErdosMinOverlap-v0 code-mode prompt of ``discoverygym train`` (its chat template
    ``min_new_tokens=64`` (end-of-sequence masked until then), the sampler with no end-of-sequence id
    (its ``eos_ids`` emptied) and no stop condition; the script checks that every row has 64 tokens.
    ``sample_ratio_vs_generate`` = sampler tokens/s ÷ ``generate()`` tokens/s (tokens = 8 × 64 per call,
-   wall time of the call, prompt included).
+   wall time of the call, prompt included). ``generate()`` runs the prompt once per returned sequence, the
+   sampler once per call; ``decode_ratio_vs_generate`` leaves the prompt out (each call's time minus that
+   of the same call with one new token).
 2. **discoverygym train step**: ``Trainer(TrainConfig(env_id, policy="hf:smollm2", groups=1,
    group_size=4, max_new_tokens=32))`` (TTT-Discover's ``full`` config: entropic adaptive objective,
    PUCT, KL λ = 0.1 against the adapter-free model, LoRA rank = :class:`~discoverygym.agents.config.LLMConfig`'s
@@ -25,7 +27,8 @@ ErdosMinOverlap-v0 code-mode prompt of ``discoverygym train`` (its chat template
    :func:`discoverygym.interop.trl.prompt_dataset`), ``num_generations=4``,
    ``per_device_train_batch_size=4`` (one prompt group per step, one micro-batch of 4),
    ``max_completion_length=32``, the same sampling, ``beta=0.1`` (KL to the adapter-free reference, as
-   discoverygym's λ), Adam (0.9, 0.95, 1e-8), lr 4e-5, constant schedule; reward =
+   discoverygym's λ), Adam (0.9, 0.95, 1e-8), lr 4e-5, constant schedule, no gradient checkpointing
+   (GRPOConfig's default is on; ``--trl-checkpointing`` keeps it: slower, less memory); reward =
    :func:`discoverygym.interop.trl.reward_function` (the env judges, sandboxed, 2 threads as the
    trainer). Seconds per optimizer step: ``on_step_begin`` → ``on_step_end`` of a ``TrainerCallback``
    (generation, reward, reference and policy log-probs, backward, optimizer step). Its profile comes
@@ -122,7 +125,7 @@ def part_sampling(args: argparse.Namespace) -> dict:
     gen = torch.Generator().manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
 
-    def ours() -> float:
+    def ours(t_new: int = t_new) -> float:
         t = time.perf_counter()
         rows = policy.generate_ids(prompt_ids, n, t_new, gen, stop=None)
         dt = time.perf_counter() - t
@@ -132,7 +135,7 @@ def part_sampling(args: argparse.Namespace) -> dict:
 
     inputs = torch.tensor([prompt_ids])
 
-    def theirs() -> float:
+    def theirs(t_new: int = t_new) -> float:
         torch.manual_seed(int(rng.integers(2**31)))
         t = time.perf_counter()
         with torch.no_grad():
@@ -152,11 +155,20 @@ def part_sampling(args: argparse.Namespace) -> dict:
         times["ours"].append(ours())
         times["generate"].append(theirs())
         _log(f"  repeat {i + 1}: sampler {times['ours'][-1]:.2f} s, generate() {times['generate'][-1]:.2f} s")
+    # the prompt's share: the same calls with one new token (generate() runs the prompt once per row,
+    # the sampler once per call); decode tokens/s = the other t_new - 1 tokens per row over the rest of the time
+    first = {"ours": [ours(1) for _ in range(args.repeats)], "generate": [theirs(1) for _ in range(args.repeats)]}
+    _log(f"  one new token: sampler {statistics.median(first['ours']):.2f} s, "
+         f"generate() {statistics.median(first['generate']):.2f} s")
     tokens = n * t_new
     ours_tps = tokens / statistics.median(times["ours"])
     gen_tps = tokens / statistics.median(times["generate"])
+    decode = {k: n * (t_new - 1) / max(statistics.median(times[k]) - statistics.median(first[k]), 1e-9)
+              for k in times}
     return {"sampler_tokens_per_s": ours_tps, "generate_tokens_per_s": gen_tps,
             "sample_ratio_vs_generate": ours_tps / gen_tps, "prompt_tokens": len(prompt_ids),
+            "first_token_s": {k: statistics.median(v) for k, v in first.items()},
+            "decode_tokens_per_s": decode, "decode_ratio_vs_generate": decode["ours"] / decode["generate"],
             "sampling_times_s": times, "peak_rss_mb_sampling": _peak_rss_mb()}
 
 
@@ -257,6 +269,7 @@ def part_trl(args: argparse.Namespace) -> dict:
         max_completion_length=args.train_tokens, temperature=1.0, top_p=1.0, top_k=0, beta=0.1,
         learning_rate=4e-5, adam_beta1=0.9, adam_beta2=0.95, adam_epsilon=1e-8, weight_decay=0.0,
         lr_scheduler_type="constant", warmup_steps=0, max_grad_norm=1e9, shuffle_dataset=False, logging_steps=1,
+        gradient_checkpointing=args.trl_checkpointing,
         report_to="none", save_strategy="no", disable_tqdm=True, dataloader_num_workers=0, seed=args.seed)
     trainer = trl.GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=reward, train_dataset=data,
                               args=config, peft_config=lora, callbacks=[Timer()])
@@ -273,7 +286,7 @@ def part_trl(args: argparse.Namespace) -> dict:
     return {"trl_step_s": statistics.fmean(timed), "trl_step_times_s": step_times,
             "trl_completion_tokens": statistics.fmean(lengths[1:]) * args.group_size if len(lengths) > 1 else None,
             "trl_profile": profile,
-            "trl_prompt_tokens": prompt_tokens, "trl_version": trl.__version__, "peak_rss_mb_trl": _peak_rss_mb()}
+            "trl_prompt_tokens": prompt_tokens, "trl_gradient_checkpointing": bool(args.trl_checkpointing), "trl_version": trl.__version__, "peak_rss_mb_trl": _peak_rss_mb()}
 
 
 # ---------------------------------------------------------------------------- driver
@@ -282,7 +295,7 @@ def _run_part(part: str, args: argparse.Namespace) -> dict:
     cmd = [sys.executable, __file__, "--part", part, "--model", args.model, "--env", args.env,
            "--batch", str(args.batch), "--sample-tokens", str(args.sample_tokens), "--group-size", str(args.group_size),
            "--train-tokens", str(args.train_tokens), "--lora-rank", str(args.lora_rank),
-           "--repeats", str(args.repeats), "--seed", str(args.seed)]
+           "--repeats", str(args.repeats), "--seed", str(args.seed)] + (["--trl-checkpointing"] if args.trl_checkpointing else [])
     _log(f"== {part}")
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=None, text=True, check=False)
     lines = [line[len(MARK):] for line in proc.stdout.splitlines() if line.startswith(MARK)]
@@ -342,6 +355,16 @@ def _write_md(result: dict, line: str, args: argparse.Namespace) -> None:
         f"micro-batch {args.group_size} (s/step) | {fmt('discoverygym_step_s')} (TTT-Discover `train_step`) | "
         f"{fmt('trl_step_s')} (`GRPOTrainer`) | **{fmt('train_step_ratio_vs_trl')}** |"),
         "",
+        (f"Decode only (the calls' time minus that of the same call with one new token, i.e. without the prompt): "
+         f"sampler {(result.get('decode_tokens_per_s') or {}).get('ours', float('nan')):.1f} tokens/s, generate() "
+         f"{(result.get('decode_tokens_per_s') or {}).get('generate', float('nan')):.1f} tokens/s, ratio "
+         f"{fmt('decode_ratio_vs_generate')}; one new token (prompt + 1): sampler "
+         f"{(result.get('first_token_s') or {}).get('ours', float('nan')):.2f} s, generate() "
+         f"{(result.get('first_token_s') or {}).get('generate', float('nan')):.2f} s (generate() runs the prompt "
+         f"once per row, the sampler once per call)."),
+        "",
+        ("TRL gradient checkpointing: " + ("on (GRPOConfig's default)." if result.get("trl_gradient_checkpointing")
+         else "off (GRPOConfig's default is on; off is the same compute as discoverygym, which has none).")),
         (f"Peak RSS (MiB): discoverygym train process {fmt('peak_rss_mb', 0)}, TRL train process "
         f"{fmt('peak_rss_mb_trl', 0)}, sampling process {fmt('peak_rss_mb_sampling', 0)}."),
         (f"Completion tokens per step: discoverygym {fmt('discoverygym_completion_tokens', 1)}, "
@@ -362,6 +385,8 @@ def _write_md(result: dict, line: str, args: argparse.Namespace) -> None:
     errors = {k: v for k, v in result.items() if k.endswith("_error")}
     if errors:
         lines += ["Errors:", ""] + [f"- `{k}`: {v}" for k, v in errors.items()] + [""]
+    if args.note:
+        lines += [args.note, ""]
     lines += ["Method: see the docstring of `benchmarks/llm_speed.py`.", "", "The JSON line:", "", "```json", line,
               "```", ""]
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
@@ -381,6 +406,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--group-size", type=int, default=4, help="train: rollouts of the one group (default 4)")
     parser.add_argument("--train-tokens", type=int, default=32, help="train: max completion tokens (default 32)")
     parser.add_argument("--lora-rank", type=int, default=None, help="train: LoRA rank (default LLMConfig's)")
+    parser.add_argument("--trl-checkpointing", action="store_true",
+                        help="TRL: keep GRPOConfig's default gradient checkpointing (off here: discoverygym has none)")
+    parser.add_argument("--note", default="", help="a paragraph for the results file (with --write)")
     parser.add_argument("--repeats", type=int, default=2, help="timed calls / steps after the warm-up (>= 2)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
