@@ -6,7 +6,8 @@ needs to search any discoverygym env (initial program with ``EVOLVE-BLOCK`` mark
 logic, so the score OpenEvolve records is discoverygym's verified score.
 :mod:`discoverygym.interop.trl`: a prompt dataset and a reward function (judged by the env) for TRL's trainers.
 
-Layer: above ``envs`` (it builds envs through the registry), below ``cli`` (``discoverygym export``).
+Layer: beside ``agents`` (``trl`` reuses the agents' prompts and response parser; nothing below imports
+interop), below ``cli`` (``discoverygym export``).
 """
 
 from __future__ import annotations
