@@ -36,6 +36,7 @@ from discoverygym.cli.common import (
     run_kind,
     seed_value,
 )
+from discoverygym.envs.registry import PROGRAM_TASKS
 from discoverygym.errors import BackendUnavailable
 from discoverygym.io import file_in_the_way
 from discoverygym.policy import LLM_SPECS, POLICIES, is_llm_spec
@@ -116,7 +117,7 @@ _PARAMS: list[tuple[tuple[str, ...], str, Any, Any, str]] = [
         "action_mode",
         str,
         "construction",
-        "construction (numeric policies) or code (programs)",
+        "construction (numeric policies) or code (programs); default: code for a program env, else construction",
     ),
     (
         ("--policy-kwargs",),
@@ -350,6 +351,8 @@ def _config_from_flags(args: argparse.Namespace) -> SearchConfig:
         known = {f.name for f in fields(SearchConfig)}
         return SearchConfig(**{k: v for k, v in stored.items() if k in known})
     defaults = {dest: default for _, dest, _, default, _ in _PARAMS}
+    if args.env_id in PROGRAM_TASKS:
+        defaults["action_mode"] = "code"  # a program env takes only programs: no need to say so
     defaults.update(given)
     return SearchConfig(env_id=args.env_id, **defaults)
 

@@ -92,7 +92,7 @@ def test_search_runs_a_program_env_with_task_options(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("flags, message", [
-    ([], "candidates are programs: it needs action_mode 'code' (--action-mode code)"),
+    (["--action-mode", "construction"], "candidates are programs: it needs action_mode 'code' (--action-mode code)"),
     (["--action-mode", "code", "--task-options", '{"bogus": 1}'], "bogus"),
     (["--action-mode", "code", "--task-options", "[1]"], "must be a JSON object"),
 ])
@@ -101,6 +101,13 @@ def test_program_env_usage_errors(tmp_path, capsys, flags, message):
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "run").exists()
+
+
+def test_a_program_env_searches_programs_without_the_flag(tmp_path):
+    run = tmp_path / "run"
+    assert _search(run) == 0
+    assert json.loads((run / "config.json").read_text())["action_mode"] == "code"
+    assert _search(run, "--resume") == 0 and _search(run, "--action-mode", "code", "--resume") == 0
 
 
 def test_task_options_of_a_construction_env_are_refused(tmp_path, capsys):
