@@ -127,7 +127,7 @@ class LLMConfig:
     train_model: str | None = None  # the local HF model that learns for openai:/vllm: samplers
     # LLM responses: whole programs (full) or SEARCH/REPLACE blocks against the parent (diff; Aider/OpenEvolve)
     edit_format: str = "full"
-    log_samples: int = 4  # LLM responses per step written to samples.jsonl (0 = none)
+    log_samples: int = 4  # unused since samples.jsonl keeps every response (issue 39); kept so old configs load
 
     def __post_init__(self) -> None:
         _check_ints(self, (("max_new_tokens", 1), ("lora_rank", 1), ("micro_batch", 1), ("log_samples", 0)))
