@@ -176,6 +176,54 @@ def test_state_inside_a_process_cannot_carry_validation_labels_into_its_answers(
     assert state.metadata["r2_validation"] < 0.9
 
 
+def test_validation_predictions_are_final_before_any_process_sees_validation_labels(monkeypatch):
+    # Issue 40: the train-split fit (given the validation labels) ran before the process that
+    # predicts validation, and a page-cache channel between the two sandboxes gave validation
+    # R² 0.999 against the honest 0.958. Whatever the sandboxes share, the order closes it.
+    import discoverygym.sandbox.python as sandbox
+    from discoverygym.envs.scaling_laws.transport import FIT_ENTRY, PREDICT_ENTRY
+
+    task = make_scaling_law("vocab", allow_unconfined=True)
+    data = task.data()
+    val_rows = {tuple(r) for g in data.validation for r in g.X.tolist()}
+    calls = []
+
+    def fake_run(source, entry, kwargs, limits):
+        if entry == FIT_ENTRY:
+            rows = {tuple(r) for g in kwargs["groups"] for r in g["X"]}
+            calls.append(("labels", bool(rows & val_rows)))
+            value = [[0.0, 1.0] for _ in kwargs["groups"]]
+        else:
+            assert entry == PREDICT_ENTRY and all("y" not in j for j in kwargs["jobs"])
+            rows = {tuple(r) for j in kwargs["jobs"] for r in j["X"]}
+            calls.append(("predicts", bool(rows & val_rows)))
+            value = [[1.0] * len(j["X"]) for j in kwargs["jobs"]]
+        return sandbox.SandboxResult(ok=True, value=value, error=None, stdout="", stderr="", elapsed_s=0.0,
+                                     returncode=0, timed_out=False, backend="fake")
+
+    monkeypatch.setattr(sandbox, "run_program", fake_run)
+    task._evaluate("def fit(X, y): pass\ndef scaling_law(X, p): pass\n")
+    sees_labels = calls.index(("labels", True))
+    predicts_validation = calls.index(("predicts", True))
+    assert predicts_validation < sees_labels, calls
+    assert len(calls) == 4
+
+
+NAN_ON_TRAIN_ROWS = LINEAR_LAW.replace(
+    "def scaling_law(X, params):\n    return",
+    "def scaling_law(X, params):\n    if len(X) > 100:  # the fit and train rows, never a held-out split here\n"
+    "        return np.full(len(X), np.nan)\n    return")
+
+
+def test_nan_on_train_rows_is_reported_not_failed_as_sldbench_scores_held_out_points_only():
+    state = _judge(NAN_ON_TRAIN_ROWS)
+    assert state.valid, state.error
+    m = state.metadata
+    assert np.isnan(m["r2_fit"]) and np.isnan(m["r2_train"]) and np.isfinite(m["r2_validation"])
+    assert set(m["unscored_predictions"]) == {"fit", "train"}
+    assert not _judge(LINEAR_LAW.replace("return params[0]", "return np.nan * params[0]")).valid
+
+
 @pytest.mark.parametrize("program, match", [
     (LINEAR_LAW.replace("rcond=None)[0]", "rcond=None)[0].tolist() * 4"), "returned 8 parameters; at most 7"),
     (LINEAR_LAW.replace("A = np.stack", "raise RuntimeError('boom')\n    A = np.stack"), "RuntimeError: boom"),

@@ -1,7 +1,9 @@
 """The two sandboxed calls of a scaling-law evaluation: fit on labelled points, then predict unlabelled ones.
 
 The parent appends :data:`WRAPPER` to the candidate program and runs it in four separate
-sandboxed processes (:func:`~discoverygym.sandbox.python.run_program`), two of each kind:
+sandboxed processes (:func:`~discoverygym.sandbox.python.run_program`), two of each kind, in the
+order fit(fit), predict(fit, validation), fit(train), predict(train, test): the validation
+predictions are final before the one process given the validation labels starts.
 
 1. ``FIT_ENTRY(groups)``: ``groups`` is a list of ``{"X": (n, F) rows, "y": (n,) or (n, d)}``, the
    labelled points of ONE split (``fit`` or ``train``); the wrapper calls the program's
