@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -94,6 +95,8 @@ class QubitRoutingTask(ProgramTask):
             if isinstance(cases, int) and not isinstance(cases, bool):
                 if cases < 1:
                     raise ValueError(f"cases must be >= 1, got {cases}")
+                if cases > len(suite):
+                    raise ValueError(f"cases/n_cases = {cases}, but the selection has only {len(suite)} cases")
                 suite = suite[:cases]
             else:
                 if not isinstance(cases, (str, list, tuple)):
@@ -124,7 +127,8 @@ class QubitRoutingTask(ProgramTask):
             "logical qubit l at the start (distinct, all num_logical qubits placed); OPS lists, in order, "
             "either an int i (run gates[i] now: it must come after every earlier gate sharing one of its "
             "qubits, and its two logical qubits must sit on a coupling edge) or a pair [p, q] (a SWAP on "
-            "edge p-q). Every gate must run exactly once. The scorer replays this and counts SWAPs; it "
+            "edge p-q). Every gate must run exactly once. OPS may hold at most len(gates) x (2 x graph "
+            "diameter + 1) + num_physical entries. The scorer replays this and counts SWAPs; it "
             "never reads a claimed cost. Python standard library and numpy are available; the program "
             f"runs once per case in a sandbox without network, {self.case_time_limit_s:g} s and "
             f"{self.memory_mb} MB per case (`budget_s` = 80% of the limit). One invalid or failed case "
@@ -144,9 +148,13 @@ class QubitRoutingTask(ProgramTask):
     def evaluate(self, source: str, *, seed: int) -> Score:
         """Run ``route`` on each case in the sandbox, replay and score it.
 
+        A case's result is refused before it is parsed when it could hold more than
+        :func:`~discoverygym.rewards.qubit_routing.max_ops` ops (the sandbox's ``result_values``),
+        and before the replay when it does.
+
         Raises:
-            InvalidSolution: a case crashed, timed out, returned a malformed or invalid routing (the
-                message names the case).
+            InvalidSolution: a case crashed, timed out, returned a malformed or invalid routing, or
+                more ops than the case allows (the message names the case).
         """
         from discoverygym.sandbox.python import SandboxLimits, run_program
 
@@ -158,11 +166,16 @@ class QubitRoutingTask(ProgramTask):
             kwargs = {"num_logical": circuit.num_qubits, "gates": verifier.two_qubit_gates(circuit),
                       "num_physical": topology.num_qubits, "edges": [list(e) for e in sorted(topology.edges)],
                       "seed": int(seed), "budget_s": 0.8 * self.case_time_limit_s}
-            result = run_program(source, self.entry, kwargs, limits)
+            # bound the parent's work before anything is parsed: at most max_ops ops, each a
+            # [p, q] (3 JSON values) or an int, plus the layout and the dict (issue 40, op-count DoS)
+            most = verifier.max_ops(circuit, topology)
+            case_limits = replace(limits, result_values=3 * most + circuit.num_qubits + 16)
+            result = run_program(source, self.entry, kwargs, case_limits)
             elapsed += result.elapsed_s
             facts = {"failed_case": case.id, "stderr": result.stderr[-2000:]}
             if not result.ok:
-                raise InvalidSolution(f"case {case.id}: route failed: {result.error}", metrics=facts)
+                hint = f" (this case allows at most {most} ops)" if "values" in (result.error or "") else ""
+                raise InvalidSolution(f"case {case.id}: route failed: {result.error}{hint}", metrics=facts)
             try:
                 swaps = verifier.check_routing(circuit, topology, result.value)
                 if verifier.check_operator(circuit, topology, result.value) is False:
@@ -199,7 +212,8 @@ def make_qubit_routing(cases: Any = None, topologies: Any = None, case_time_limi
     """Factory of ``QubitRouting-v0``.
 
     Args:
-        cases: ``None`` (all 72), a count (the first n suite cases) or case ids (``"4gt13_92_q20"``).
+        cases: ``None`` (all 72), a count (the first n suite cases; more than the selection has is
+            an error) or case ids (``"4gt13_92_q20"``).
         topologies: ``None`` (all) or names among ``q20``, ``willow``, ``heron_fez``.
         case_time_limit_s: wall-clock limit of one case's sandbox run (start-up included).
         n_cases: the first n cases (the CLI's ``--n-cases``; same as an int ``cases``).
@@ -208,7 +222,8 @@ def make_qubit_routing(cases: Any = None, topologies: Any = None, case_time_limi
         device: accepted for the CLI's ``--device``; only ``None``/``"cpu"``.
 
     Raises:
-        ValueError: unknown or repeated case ids, unknown topologies, an empty selection, bad limits, a
+        ValueError: unknown or repeated case ids, unknown topologies, an empty selection, a count
+            beyond the selection, bad limits, a
             non-CPU device, both ``cases`` and ``n_cases``.
         TypeError: ``cases`` not None, an int, a str or a list of str; ``n_cases`` not an int.
     """

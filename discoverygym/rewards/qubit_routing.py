@@ -26,13 +26,15 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from discoverygym.errors import InvalidSolution
 
 __all__ = ["CNOTS_PER_SWAP", "OPERATOR_MAX_QUBITS", "Case", "Circuit", "Topology", "check_operator",
-           "check_routing", "from_qiskit", "load_suite", "parse_qasm3", "routed_circuit", "to_qiskit", "two_qubit_gates"]
+           "check_routing", "diameter", "from_qiskit", "load_suite", "max_ops", "parse_qasm3", "routed_circuit",
+           "to_qiskit", "two_qubit_gates"]
 
 #: CNOTs one SWAP costs (TES: 3).
 CNOTS_PER_SWAP = 3
@@ -173,6 +175,47 @@ def load_suite(root: str | Path) -> list[Case]:
     return cases
 
 
+@cache
+def diameter(topology: Topology) -> int:
+    """Largest shortest-path distance (in edges) between two physical qubits of ``topology``.
+
+    Breadth-first search from every qubit. A disconnected graph counts its unreachable pairs as
+    ``num_qubits - 1`` (the longest path any graph on that many qubits can have), so the result is
+    always an upper bound on how far a gate's two qubits can sit apart.
+    """
+    adjacent: dict[int, list[int]] = {p: [] for p in range(topology.num_qubits)}
+    for a, b in topology.edges:
+        adjacent[a].append(b)
+        adjacent[b].append(a)
+    longest = 0
+    for source in range(topology.num_qubits):
+        dist, frontier = {source: 0}, [source]
+        while frontier:
+            nxt = []
+            for p in frontier:
+                for q in adjacent[p]:
+                    if q not in dist:
+                        dist[q] = dist[p] + 1
+                        nxt.append(q)
+            frontier = nxt
+        longest = max(longest, topology.num_qubits - 1 if len(dist) < topology.num_qubits else max(dist.values()))
+    return longest
+
+
+def max_ops(circuit: Circuit, topology: Topology) -> int:
+    """Most entries a routing's ``ops`` may have for this case: ``G * (2 * D + 1) + num_physical``.
+
+    ``G`` = the circuit's two-qubit gates, ``D`` = :func:`diameter` of the graph. From any
+    placement, ``D - 1`` SWAPs bring a gate's two qubits onto an edge, so every routing needs at
+    most ``G * D`` ops; the limit allows twice the SWAPs (there and back around every gate) plus one
+    SWAP per physical qubit, so no sensible router meets it, while a routing that pads ``ops`` with
+    millions of no-op SWAPs is refused before anything is replayed or built (issue 40: 4,000,000
+    no-op SWAPs kept the parent busy > 300 s at 1.26 GB). 4gt13_92 on q20: 30 x 9 + 20 = 290;
+    9symml_195 on heron_fez: 15,232 x 65 + 156 = 990,236.
+    """
+    return len(two_qubit_gates(circuit)) * (2 * diameter(topology) + 1) + topology.num_qubits
+
+
 def _is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
@@ -208,8 +251,9 @@ def check_routing(circuit: Circuit, topology: Topology, result: Any) -> int:
         Number of SWAPs in ``ops`` (added CNOTs = :data:`CNOTS_PER_SWAP` x SWAPs).
 
     Raises:
-        InvalidSolution: a malformed result; a gate out of dependency order, executed twice, on a
-            non-edge, or never executed (a dropped gate); a SWAP on a non-edge.
+        InvalidSolution: a malformed result; more than :func:`max_ops` ops (checked before the
+            replay); a gate out of dependency order, executed twice, on a non-edge, or never
+            executed (a dropped gate); a SWAP on a non-edge.
     """
     if not isinstance(result, dict) or "layout" not in result or "ops" not in result:
         raise InvalidSolution("route must return a dict with 'layout' and 'ops'")
@@ -219,6 +263,11 @@ def check_routing(circuit: Circuit, topology: Topology, result: Any) -> int:
     ops = result["ops"]
     if not isinstance(ops, list):
         raise InvalidSolution(f"ops must be a list, got {type(ops).__name__}")
+    limit = max_ops(circuit, topology)
+    if len(ops) > limit:
+        raise InvalidSolution(f"ops has {len(ops)} entries, more than this case's limit {limit} (= two-qubit gates "
+                              f"{len(gates)} x (2 x graph diameter {diameter(topology)} + 1) + {topology.num_qubits} "
+                              "physical qubits); refused before the replay")
     queues: list[list[int]] = [[] for _ in range(circuit.num_qubits)]
     for index, (a, b) in enumerate(gates):
         queues[a].append(index)
@@ -311,17 +360,33 @@ def check_operator(circuit: Circuit, topology: Topology, result: dict) -> bool |
 
     Compares ``Operator(routed)`` with ``P_final · Operator(input placed by the initial layout)`` on
     the touched physical qubits (those the layout gives a used logical qubit, and every qubit a gate
-    or SWAP acts on); idle logical qubits on them are tracked like the others.
+    or SWAP acts on). ``P_final`` follows every wire through the SWAPs, occupied or not: a SWAP of
+    two qubits that hold no logical qubit permutes their states too, and is valid (it only costs).
+
+    Call it on a routing :func:`check_routing` accepted (so ``ops`` is within :func:`max_ops`).
 
     Returns:
-        ``True`` / ``False``, or ``None`` when too many qubits are touched to build the unitary.
+        ``True`` / ``False``, or ``None`` when too many qubits are touched to build the unitary
+        (decided from the decisions before any Qiskit circuit is built).
     """
     from qiskit.circuit.library import PermutationGate
     from qiskit.quantum_info import Operator
 
-    routed, final = routed_circuit(circuit, topology, result)
-    touched = sorted({routed.find_bit(q).index for ins in routed.data for q in ins.qubits}
-                     | {result["layout"][q] for _, _, qs in circuit.ops for q in qs})
+    # the touched qubits follow from the decisions alone: decide before building any circuit
+    l2p = list(result["layout"])
+    p2l = {p: q for q, p in enumerate(l2p)}
+    gates = two_qubit_gates(circuit)
+    touched_set = {l2p[q] for _, _, qs in circuit.ops for q in qs}
+    for op in result["ops"]:
+        if isinstance(op, list):
+            touched_set.update(op)
+            _swap(l2p, p2l, *op)
+        else:
+            touched_set.update(l2p[q] for q in gates[op])
+    if len(touched_set) > OPERATOR_MAX_QUBITS:
+        return None
+    routed, _ = routed_circuit(circuit, topology, result)
+    touched = sorted(touched_set | {routed.find_bit(q).index for ins in routed.data for q in ins.qubits})
     if len(touched) > OPERATOR_MAX_QUBITS:
         return None
     wire = {p: i for i, p in enumerate(touched)}
@@ -332,15 +397,19 @@ def check_operator(circuit: Circuit, topology: Topology, result: dict) -> bool |
     expected = qc_cls(len(touched))
     for name, params, qubits in circuit.ops:
         expected.append(gate_of(name, params), [wire[result["layout"][q]] for q in qubits])
-    # logical qubit on touched wire w at the start ends on wire perm[w]
-    start_of = {result["layout"][q]: q for q in range(circuit.num_qubits)}
-    pattern = [0] * len(touched)
-    for p in touched:
-        logical = start_of.get(p)
-        end = final[logical] if logical is not None else None
-        pattern[wire[p]] = wire.get(end, -1) if end is not None else -1
-    free = iter(sorted(set(range(len(touched))) - set(pattern)))
-    pattern = [x if x >= 0 else next(free) for x in pattern]
+    # Every wire's state moves with the SWAPs, a logical qubit's or not: a SWAP of two unoccupied
+    # qubits permutes their states as well (issue 40). holder[w] = wire whose start state is on w now.
+    holder = list(range(topology.num_qubits))
+    for op in result["ops"]:
+        if isinstance(op, list):
+            p, q = op
+            holder[p], holder[q] = holder[q], holder[p]
+    pattern = [0] * len(touched)  # the state starting on touched wire w ends on wire pattern[w]
+    for w, start in enumerate(holder):
+        if start != w:
+            pattern[wire[start]] = wire[w]  # a moved wire was swapped, hence touched
+        elif w in wire:
+            pattern[wire[w]] = wire[w]
     inverse = [0] * len(pattern)
     for w, target in enumerate(pattern):
         inverse[target] = w

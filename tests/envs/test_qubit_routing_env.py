@@ -8,6 +8,7 @@ from gymnasium.utils.env_checker import check_env
 
 import discoverygym  # noqa: F401 - registers the ids
 from discoverygym.envs.qubit_routing import QubitRoutingTask
+from discoverygym.errors import InvalidSolution
 
 pytest.importorskip("qiskit")
 
@@ -100,3 +101,63 @@ def test_bad_case_options_are_refused_clearly(kwargs, error, match):
 
     with pytest.raises(error, match=match):
         make_qubit_routing(**kwargs)
+
+
+PLAIN = _broken("""
+def route(num_logical, gates, num_physical, edges, seed=0, budget_s=None):
+    return _sabre_route(num_logical, gates, num_physical, edges, 0, budget_s)
+""")
+IDLE_SWAP = _broken("""
+def route(num_logical, gates, num_physical, edges, seed=0, budget_s=None):
+    out = _sabre_route(num_logical, gates, num_physical, edges, 0, budget_s)
+    occupied = set(out["layout"])
+    idle = next(e for e in sorted(map(sorted, edges)) if not set(e) & occupied)
+    out["ops"].insert(0, list(idle))  # a SWAP of two qubits that hold no logical qubit
+    return out
+""")
+
+
+def test_a_swap_between_unoccupied_qubits_is_scored_by_its_cost_not_refused(env):
+    """Issue 40 #9: the routing was refused (reward -1e9) on main; it is the initial routing plus one SWAP."""
+    one = gym.make("QubitRouting-v0", cases=SMALL[:1], case_time_limit_s=20.0).unwrapped
+    one.reset(seed=0)
+    _, _, _, _, info = one.step(PLAIN)
+    _, _, _, _, step = one.step(IDLE_SWAP)
+    assert info["valid"], info["error"]
+    assert step["valid"], step["error"]
+    weight = one.task.cases[0].weight  # 0.2 on q20 (suite.json)
+    assert step["metrics"]["cases"][0]["added_cnots"] == info["metrics"]["cases"][0]["added_cnots"] + 3
+    assert step["score"] == pytest.approx(info["score"] - 3 * weight)
+
+
+NOOP_SWAPS = _broken("""
+def route(num_logical, gates, num_physical, edges, seed=0, budget_s=None):
+    out = _sabre_route(num_logical, gates, num_physical, edges, seed, budget_s)
+    out["ops"] = [list(edges[0])] * 1000 + out["ops"]  # an even number of SWAPs on one edge: a no-op
+    return out
+""")
+
+
+def test_a_flood_of_noop_swaps_is_refused_before_it_is_replayed(env):
+    """Issue 40 #6: 4,000,000 no-op SWAPs kept the parent busy > 300 s; 1,000 already exceed 4gt13_92_q20's 290."""
+    from discoverygym.envs.qubit_routing import _circuit, _topology
+    from discoverygym.rewards import qubit_routing as verifier
+
+    circuit, topology = _circuit("4gt13_92"), _topology("q20")
+    assert verifier.max_ops(circuit, topology) == 30 * (2 * 4 + 1) + 20  # q20's diameter is 4
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(NOOP_SWAPS)
+    assert reward == env.failure_reward
+    assert "case 4gt13_92_q20" in info["error"] and "at most 290 ops" in info["error"], info["error"]
+    # the verifier's own bound, for callers outside the env
+    with pytest.raises(InvalidSolution, match="more than this case's limit 290"):
+        verifier.check_routing(circuit, topology, {"layout": list(range(16)), "ops": [[0, 1]] * 291})
+
+
+def test_more_cases_than_the_suite_has_is_an_error():
+    from discoverygym.envs.qubit_routing import make_qubit_routing
+
+    with pytest.raises(ValueError, match="only 72 cases"):
+        make_qubit_routing(n_cases=99999)
+    with pytest.raises(ValueError, match="only 24 cases"):
+        make_qubit_routing(n_cases=25, topologies="q20")

@@ -76,3 +76,37 @@ def test_out_of_order_and_reversed_gates_are_refused():
             bad.append(ins)
     with pytest.raises(InvalidSolution):
         verifier.from_qiskit(circuit, bad)
+
+
+def test_a_swap_of_two_unoccupied_qubits_is_valid_and_only_costs_its_cnots():
+    """Issue 40 #9: check_operator assumed unoccupied qubits never move and refused this routing."""
+    from qiskit.circuit.library import SwapGate
+    from qiskit.quantum_info import Operator
+    from qiskit.transpiler import CouplingMap, PassManager
+    from qiskit.transpiler.passes import SabreLayout
+
+    circuit, topology = _circuit("4gt13_92"), _topology("q20")
+    routed = PassManager([SabreLayout(CouplingMap(sorted(topology.edges)), seed=1)]).run(verifier.to_qiskit(circuit))
+    plain = verifier.from_qiskit(circuit, routed)
+    occupied = set(plain["layout"])
+    p, q = next(e for e in sorted(topology.edges) if not set(e) & occupied)
+    extra = {"layout": plain["layout"], "ops": [[p, q], *plain["ops"]]}
+    # ground truth (Qiskit): the routed circuit with the extra SWAP is the plain one after a SWAP of two
+    # wires that carry no logical qubit, i.e. the same computation with two idle wires relabelled
+    with_swap, _ = verifier.routed_circuit(circuit, topology, extra)
+    without, _ = verifier.routed_circuit(circuit, topology, plain)
+    wires = sorted({with_swap.find_bit(b).index for ins in with_swap.data for b in ins.qubits})
+    small = {w: i for i, w in enumerate(wires)}
+
+    def restricted(qc, front_swap=False):
+        out = verifier.to_qiskit(verifier.Circuit(len(wires), ()))
+        if front_swap:
+            out.append(SwapGate(), [small[p], small[q]])
+        for ins in qc.data:
+            out.append(ins.operation, [small[qc.find_bit(b).index] for b in ins.qubits])
+        return Operator(out)
+
+    assert restricted(with_swap).equiv(restricted(without, front_swap=True))
+    assert verifier.check_operator(circuit, topology, plain) is True
+    assert verifier.check_operator(circuit, topology, extra) is True  # False on main
+    assert verifier.check_routing(circuit, topology, extra) == verifier.check_routing(circuit, topology, plain) + 1
