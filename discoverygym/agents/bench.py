@@ -36,6 +36,7 @@ from discoverygym.io import atomic_write_json, atomic_write_text
 from discoverygym.types import Direction
 
 __all__ = [
+    "ALTERNATIVES",
     "BENCH_ENVS",
     "CONFIGS",
     "REFERENCES",
@@ -86,18 +87,33 @@ def tie_scores(values: Sequence[float], rtol: float = TIE_RTOL) -> list[float]:
     return out
 
 
-def rank_test(reference: Sequence[float], other: Sequence[float], direction: str) -> float | None:
-    """One-sided Mann–Whitney U p-value of "``reference`` scores are better than ``other``'s"
-    (``alternative="greater"`` for a maximised score, ``"less"`` for a minimised one); ``None``
-    without data. Scores within :data:`TIE_RTOL` of each other are ties (:func:`tie_scores`).
-    Source: ``scipy.stats.mannwhitneyu`` (tie-corrected normal approximation when there are ties)."""
+#: the alternatives of :func:`rank_test`: "reference better", "reference worse", either
+ALTERNATIVES = ("better", "worse", "two-sided")
+
+
+def rank_test(reference: Sequence[float], other: Sequence[float], direction: str,
+              alternative: str = "better") -> float | None:
+    """Mann–Whitney U p-value of ``reference`` against ``other``; ``None`` without data.
+
+    ``alternative``: ``"better"`` (one-sided, H1 = ``reference`` scores are better: ``greater`` for a
+    maximised score, ``less`` for a minimised one), ``"worse"`` (the other side) or ``"two-sided"``
+    (H1 = the two differ). Scores within :data:`TIE_RTOL` of each other are ties (:func:`tie_scores`).
+
+    Raises:
+        ValueError: an unknown ``alternative``.
+
+    Source: ``scipy.stats.mannwhitneyu`` (exact without ties, tie-corrected normal approximation with ties)."""
+    if alternative not in ALTERNATIVES:
+        raise ValueError(f"alternative must be one of {', '.join(ALTERNATIVES)}, got {alternative!r}")
     if not reference or not other:
         return None
     from scipy.stats import mannwhitneyu
 
-    alternative = "greater" if Direction(direction) is Direction.MAX else "less"
+    maximise = Direction(direction) is Direction.MAX
+    side = {"better": "greater" if maximise else "less", "worse": "less" if maximise else "greater",
+            "two-sided": "two-sided"}[alternative]
     tied = tie_scores([*reference, *other])
-    return float(mannwhitneyu(tied[:len(reference)], tied[len(reference):], alternative=alternative).pvalue)
+    return float(mannwhitneyu(tied[:len(reference)], tied[len(reference):], alternative=side).pvalue)
 
 
 class _Tracker:
@@ -225,7 +241,8 @@ def _run_trainer(config: Any, t0: float, run_dir: Path | None, initial: Any, cal
             shutil.rmtree(run_dir)
         trainer = Trainer(config, run_dir, initial=initial, callback=on_step)
     trace.insert(0, (time.perf_counter() - t0, float(trainer.best.score)))
-    result = trainer.run()
+    budget = trainer.config.budget_s
+    result = trainer.run(deadline=None if budget is None else t0 + budget)  # the budget counts from t0
     per_step = trainer.config.groups * trainer.config.group_size
     history = result.history  # every step of the run, those before a resume too (restored from the checkpoint)
     return {"best": float(result.best.score), "initial": float(result.initial.score), "trace": trace,
@@ -268,7 +285,9 @@ def run_one(env_id: str, config: str, seed: int, budget_s: float | None, *, trai
     """One run of the benchmark or of a ``discoverygym compare`` study (the one runner of both).
 
     Args:
-        env_id: a construction env id; config: a trainer ablation name or one of :data:`REFERENCES`;
+        env_id: a construction env id; config: a trainer config spec (an ablation name such as
+            ``full``, a registered config, or overrides such as ``objective=expected-reward``:
+            :func:`~discoverygym.agents.config.config_overrides`) or one of :data:`REFERENCES`;
         seed: seeds the env's initial state and the method; budget_s: wall budget (seconds; ``None``
             only for trainer configs, which then run ``train_config.steps``).
         train_config: the trainer config (default :func:`trainer_config` of ``config``).
@@ -280,14 +299,18 @@ def run_one(env_id: str, config: str, seed: int, budget_s: float | None, *, trai
 
     Returns:
         ``{"env_id", "config", "seed", "budget_s", "best", "initial", "trace": [[s, score], ...],
-        "steps", "evaluations", "wall_s", "curve": [[evaluations, best score], ...], "elapsed_s"}``
-        (``best`` the best verified score; ``trace`` over wall seconds, ``curve`` over evaluations).
+        "steps", "evaluations", "wall_s", "curve": [[evaluations, best score], ...], "elapsed_s",
+        "best_in_budget", "late", "over_s"}`` (``best`` the best verified score; ``trace`` over wall
+        seconds, ``curve`` over evaluations; ``elapsed_s`` the run's whole wall time;
+        ``best_in_budget`` :func:`best_within`, the score every table shows; ``late`` True when an
+        improvement landed past the budget (not counted); ``over_s`` seconds past the budget).
+        A trainer run keeps its budget (:meth:`~discoverygym.agents.trainer.Trainer.run`: operator
+        jobs stop at the deadline with their best so far), counted from this function's clock.
 
     Raises:
         ValueError: unknown config or env; a reference without ``budget_s``; an invalid ``initial``
             for a reference.
     """
-    from discoverygym.agents.trainer import ABLATIONS
     from discoverygym.envs.registry import ENVS
 
     if env_id not in ENVS:
@@ -295,18 +318,22 @@ def run_one(env_id: str, config: str, seed: int, budget_s: float | None, *, trai
     run_dir = None if run_dir is None else Path(run_dir)
     if run_dir is not None and (run_dir / "result.json").is_file():
         return json.loads((run_dir / "result.json").read_text())
-    t0 = time.perf_counter()
-    if config in ABLATIONS:
-        cfg = train_config if train_config is not None else trainer_config(env_id, config, seed, budget_s)
-        fields = _run_trainer(cfg, t0, run_dir, initial, callback)
-    elif config in REFERENCES:
+    if config in REFERENCES:
         if budget_s is None:
             raise ValueError(f"reference {config!r} runs for a wall budget: give budget_s (--budget-s)")
+    elif train_config is None:
+        train_config = trainer_config(env_id, config, seed, budget_s)  # refuses an unknown config
+    t0 = time.perf_counter()
+    if config in REFERENCES:
         fields = _run_reference(env_id, config, seed, budget_s, t0, initial, callback)
     else:
-        raise ValueError(f"unknown config {config!r}; known: {', '.join((*ABLATIONS, *REFERENCES))}")
+        fields = _run_trainer(train_config, t0, run_dir, initial, callback)
+    elapsed = time.perf_counter() - t0
     result = {"env_id": env_id, "config": config, "seed": seed, "budget_s": budget_s, **fields,
-              "trace": [list(p) for p in fields["trace"]], "elapsed_s": time.perf_counter() - t0}
+              "trace": [list(p) for p in fields["trace"]], "elapsed_s": elapsed}
+    result["best_in_budget"] = best_within(result)
+    result["late"] = result["best_in_budget"] != float(result["best"])  # an improvement landed past the budget
+    result["over_s"] = 0.0 if budget_s is None else max(0.0, elapsed - budget_s)
     if run_dir is not None:
         run_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_json(run_dir / "result.json", result)

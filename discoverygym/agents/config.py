@@ -36,18 +36,23 @@ from discoverygym.policy import CHAT_REFUSAL, is_chat_spec, is_llm_spec, split_s
 
 __all__ = [
     "ABLATIONS",
+    "ABLATION_DOCS",
     "CREDITS",
     "DEFAULT_GROUPS",
     "DEFAULT_LR",
     "LLM_FIELDS",
+    "OVERRIDE_KEYS",
     "RESUMABLE_FIELDS",
     "UNLIMITED_STEPS",
     "LLMConfig",
     "TrainConfig",
     "ablation_config",
+    "changed_settings",
+    "config_overrides",
     "default_policy",
     "flat_config",
     "policy_mismatch",
+    "register_config",
     "replace_config",
 ]
 
@@ -313,22 +318,121 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "progress-rate": {"credit": "progress-rate"},
 }
 
+#: what each named config is, relative to ``full`` (``discoverygym compare --help``, the verdicts).
+#: The three that change one thing each: ``expected-reward`` (objective only), ``no-reuse`` (reuse
+#: only), ``no-training`` (training only).
+ABLATION_DOCS: dict[str, str] = {
+    "full": "TTT-Discover: entropic objective with adaptive beta, PUCT reuse, training on",
+    "constant-beta": "objective only: entropic with a fixed beta = 2",
+    "expected-reward": "objective only: expected reward (mean baseline, naive RL's objective)",
+    "no-training": "training only: the policy stays frozen (objective and reuse as full)",
+    "epsilon-greedy": "reuse only: epsilon-greedy start states instead of PUCT",
+    "no-reuse": "reuse only: every group starts from the initial state",
+    "naive-rl": "TWO things: objective (expected reward) and reuse (none); "
+                "expected-reward and no-reuse change one each",
+    "best-of-n": "TWO things: training off and reuse none",
+    "progress-rate": "credit only (ours): each rollout's gain over its start per second",
+}
 
-def ablation_config(name: str, **overrides: Any) -> TrainConfig:
-    """The :class:`TrainConfig` of an ablation (``full``, ``naive-rl``...) with ``overrides`` applied.
+#: the settings a ``--configs`` override may change (``objective=expected-reward``), with value aliases
+OVERRIDE_KEYS = ("objective", "reuse", "train", "loss", "credit")
+_VALUE_ALIASES = {"objective": {"expected-reward": "mean-baseline", "entropic": "entropic-adaptive"},
+                  "reuse": {"no-reuse": "none"}}
+_BOOLEANS = {"true": True, "on": True, "yes": True, "1": True, "false": False, "off": False, "no": False, "0": False}
+
+
+def changed_settings(overrides: dict[str, Any]) -> list[str]:
+    """The settings a config's overrides change relative to ``full`` (``objective_kwargs`` counted
+    with ``objective``, ``loss_kwargs`` with ``loss``, ``reuse_kwargs`` with ``reuse``), in a fixed order."""
+    keys = {k.removesuffix("_kwargs") for k in overrides if k != "name"}
+    return [k for k in (*OVERRIDE_KEYS, *sorted(keys - set(OVERRIDE_KEYS))) if k in keys]
+
+
+def config_overrides(spec: str) -> dict[str, Any]:
+    """The :class:`TrainConfig` overrides of a config spec: a name of :data:`ABLATIONS` (``naive-rl``),
+    or ``[NAME+]KEY=VALUE[+KEY=VALUE...]`` on ``NAME`` (default ``full``), KEY one of
+    :data:`OVERRIDE_KEYS` (``objective=expected-reward``, ``full+reuse=none``,
+    ``objective=grpo+train=false``). Values: a registered objective / loss name (aliases
+    ``expected-reward`` = ``mean-baseline``, ``entropic`` = ``entropic-adaptive``), a reuse rule
+    (``puct``, ``epsilon``, ``none``...), ``true``/``false`` for ``train``, a credit.
 
     Raises:
-        ValueError: unknown ablation name; an override that changes a setting the ablation itself
-            fixes (``progress-rate`` with ``credit="reward"``); an invalid override (:class:`TrainConfig`).
+        ValueError: an unknown name or key, a malformed part, an unknown objective, loss or credit.
     """
-    if name not in ABLATIONS:
-        raise ValueError(f"unknown config {name!r}; known: {', '.join(ABLATIONS)}")
-    clash = sorted(k for k, v in ABLATIONS[name].items() if k in overrides and overrides[k] != v)
+    if spec in ABLATIONS:
+        return dict(ABLATIONS[spec])
+    parts = [p.strip() for p in spec.split("+")]
+    out: dict[str, Any] = {}
+    if parts and "=" not in parts[0]:
+        if parts[0] not in ABLATIONS:
+            raise ValueError(f"unknown config {parts[0]!r}; known: {', '.join(ABLATIONS)}, or overrides such as "
+                             "objective=expected-reward (keys: " + ", ".join(OVERRIDE_KEYS) + ")")
+        out = dict(ABLATIONS[parts.pop(0)])
+    for part in parts:
+        key, eq, value = (t.strip() for t in part.partition("="))
+        if not eq or not value or key not in OVERRIDE_KEYS:
+            raise ValueError(f"config {spec!r}: {part!r} is not KEY=VALUE with KEY one of {', '.join(OVERRIDE_KEYS)}")
+        value = _VALUE_ALIASES.get(key, {}).get(value, value)
+        if key == "train":
+            if value.lower() not in _BOOLEANS:
+                raise ValueError(f"config {spec!r}: train takes true or false, got {value!r}")
+            out["train"] = _BOOLEANS[value.lower()]
+            continue
+        if key == "objective":
+            from discoverygym.agents.objectives import OBJECTIVES
+
+            if value not in OBJECTIVES:
+                raise ValueError(f"config {spec!r}: unknown objective {value!r}; known: {', '.join(OBJECTIVES)}")
+            out.pop("objective_kwargs", None)
+        if key == "loss":
+            from discoverygym.agents.losses import LOSSES
+
+            if value not in LOSSES:
+                raise ValueError(f"config {spec!r}: unknown loss {value!r}; known: {', '.join(LOSSES)}")
+            out.pop("loss_kwargs", None)
+        if key == "credit" and value not in CREDITS:
+            raise ValueError(f"config {spec!r}: credit must be one of {', '.join(CREDITS)}, got {value!r}")
+        out[key] = value
+    return out
+
+
+def register_config(name: str, overrides: dict[str, Any], doc: str = "") -> None:
+    """Make ``name`` a config of ``train --agent``, ``compare --configs`` and the benchmark: ``full``
+    with ``overrides`` (:class:`TrainConfig` fields, e.g. ``{"objective": "grpo"}``), described by
+    ``doc`` in ``compare``'s output (default: the settings it changes). A plugin file's entry point
+    (``discoverygym compare ... --plugin FILE``); registering the same overrides again is a no-op.
+
+    Raises:
+        ValueError: ``name`` is taken by other overrides, contains ``=``, ``+`` or ``,``, or an
+            override is not a TrainConfig field.
+    """
+    fields = {f.name for f in dataclasses.fields(TrainConfig)} | set(LLM_FIELDS)
+    unknown = sorted(set(overrides) - fields)
+    if unknown:
+        raise ValueError(f"config {name!r}: {', '.join(unknown)} are not TrainConfig fields")
+    if not name or any(c in name for c in "=+,/ "):
+        raise ValueError(f"config name {name!r} must be non-empty, without '=', '+', ',', '/' or spaces")
+    if name in ABLATIONS and ABLATIONS[name] != overrides:
+        raise ValueError(f"config {name!r} is already registered with other settings: {ABLATIONS[name]}")
+    ABLATIONS[name] = dict(overrides)
+    ABLATION_DOCS[name] = doc or ("changes " + ", ".join(changed_settings(overrides)) if overrides else "= full")
+
+
+def ablation_config(name: str, **overrides: Any) -> TrainConfig:
+    """The :class:`TrainConfig` of a config spec (an ablation name, ``full``, ``naive-rl``..., or
+    overrides such as ``objective=expected-reward``: :func:`config_overrides`) with ``overrides`` applied.
+
+    Raises:
+        ValueError: unknown config; an override that changes a setting the config itself fixes
+            (``progress-rate`` with ``credit="reward"``); an invalid override (:class:`TrainConfig`).
+    """
+    base = config_overrides(name)
+    clash = sorted(k for k, v in base.items() if k in overrides and overrides[k] != v)
     if clash:
-        raise ValueError(f"config {name!r} sets {', '.join(f'{k}={ABLATIONS[name][k]!r}' for k in clash)}; the "
+        raise ValueError(f"config {name!r} sets {', '.join(f'{k}={base[k]!r}' for k in clash)}; the "
                          f"override {', '.join(f'{k}={overrides[k]!r}' for k in clash)} would make it another "
                          "config under its name: choose the config that has it")
-    merged = {**ABLATIONS[name], **overrides}
+    merged = {**base, **overrides}
     merged.setdefault("name", name)
     return TrainConfig(**merged)
 

@@ -21,8 +21,9 @@ advantages are 0) by every estimator here.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 
@@ -35,6 +36,7 @@ __all__ = [
     "Advantages",
     "Objective",
     "adaptive_beta",
+    "adv_est_objective",
     "entropic_adaptive",
     "entropic_constant",
     "is_repeat",
@@ -44,6 +46,7 @@ __all__ = [
     "make_objective",
     "mean_baseline",
     "progress_rate",
+    "register_adv_est",
     "register_objective",
     "scored_advantages",
 ]
@@ -273,6 +276,73 @@ def register_objective(name: str, factory: callable) -> None:  # type: ignore[va
     if name in OBJECTIVES and OBJECTIVES[name] is not factory:
         raise ValueError(f"objective {name!r} is already registered")
     OBJECTIVES[name] = factory
+
+
+def adv_est_objective(fn: Callable[..., Any], **kwargs: Any) -> Objective:
+    """An :class:`Objective` from a verl-style advantage estimator.
+
+    ``fn(token_level_rewards [B, T], response_mask [B, T], index [B], **kwargs) -> (advantages [B, T],
+    returns [B, T])`` is the signature of verl's ``@register_adv_est`` estimators
+    (``verl/trainer/ppo/core_algos.py``; ``index`` holds each response's prompt uid, the group).
+    Here ``B = groups × rollouts`` (rollout order), ``T = 1`` (one outcome reward per rollout, in the
+    mask's one position), ``index`` the group number of each rollout (an ``np.ndarray`` of ints);
+    the advantage of each rollout is read from its one position. Constant-reward groups are dropped
+    (``keep`` False, advantage 0) as by every built-in objective; β is NaN.
+
+    Raises:
+        ValueError: the estimator's advantages do not have ``B`` rows.
+    """
+    import numpy as np
+
+    def objective(rewards: torch.Tensor) -> Advantages:
+        r = _check(rewards)
+        groups, size = r.shape
+        token = r.reshape(-1, 1).clone()
+        mask = torch.ones_like(token)
+        index = np.repeat(np.arange(groups), size)
+        out = fn(token_level_rewards=token, response_mask=mask, index=index, **kwargs)
+        adv = torch.as_tensor(out[0] if isinstance(out, tuple) else out, dtype=r.dtype)
+        if adv.shape[0] != groups * size:
+            raise ValueError(f"advantage estimator gave {adv.shape[0]} rows for {groups * size} rollouts")
+        keep = _varying(r)
+        adv = adv.reshape(groups * size, -1)[:, 0].reshape(groups, size) * keep[:, None]
+        return Advantages(adv, keep, torch.full((groups,), float("nan"), dtype=r.dtype))
+
+    return objective
+
+
+def register_adv_est(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: register a verl-style advantage estimator as objective ``name``
+    (:func:`adv_est_objective`; ``TrainConfig(objective=name, objective_kwargs=...)`` passes the
+    kwargs to it), the way verl's ``@register_adv_est(name)`` does. Returns the function unchanged.
+
+    Example:
+        >>> @register_adv_est("centred")
+        ... def centred(token_level_rewards, response_mask, index, **_):
+        ...     import numpy as np
+        ...     scores = token_level_rewards.sum(-1)
+        ...     for g in np.unique(index):
+        ...         sel = torch.as_tensor(index == g)
+        ...         scores[sel] = scores[sel] - scores[sel].mean()
+        ...     return scores[:, None] * response_mask, scores[:, None] * response_mask
+        >>> make_objective("centred")(torch.tensor([[1.0, 3.0]])).adv
+        tensor([[-1.,  1.]])
+
+    Raises:
+        ValueError: ``name`` is already registered to another objective.
+    """
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        factory = _ADV_EST_FACTORIES.get(fn)
+        if factory is None:
+            factory = _ADV_EST_FACTORIES[fn] = lambda **kw: adv_est_objective(fn, **kw)
+        register_objective(name, factory)
+        return fn
+
+    return wrap
+
+
+#: verl-style estimator -> its objective factory (so registering the same function twice is a no-op)
+_ADV_EST_FACTORIES: dict[Callable[..., Any], Callable[..., Objective]] = {}
 
 
 def make_objective(name: str, **kwargs: float) -> Objective:

@@ -89,6 +89,7 @@ from discoverygym.agents.objectives import (
     scored_advantages,
 )
 from discoverygym.agents.policies.llm import LLMSample
+from discoverygym.envs.operators.deadline import WithDeadline, step_reserve
 from discoverygym.io import atomic_write_json, available_cpus, limit_native_threads
 from discoverygym.policy import Sample, SamplingContext, edit_stats
 from discoverygym.search.executors import EvalTask, LocalEvaluator, evaluate_task
@@ -119,6 +120,7 @@ class TrainResult:
         steps: training steps completed (including resumed ones).
         history: per-step metric dicts.
         elapsed_s: wall time of this call (seconds).
+        late_s: seconds the run ended past its wall budget (0 without one, or when kept).
     """
 
     best: State
@@ -126,6 +128,7 @@ class TrainResult:
     steps: int
     history: list[dict]
     elapsed_s: float
+    late_s: float = 0.0
 
 
 class Trainer:
@@ -210,6 +213,8 @@ class Trainer:
         self._pool: LocalEvaluator | None = None
         #: wall seconds of each rollout of the last :meth:`_judge` call, in rollout order
         self.last_rollout_s: list[float] = []
+        #: ``time.perf_counter()`` at which operator jobs stop (inside :meth:`run` under a budget)
+        self._ops_deadline: float | None = None
         if resume:
             self._load_checkpoint()
         elif self.run_dir is not None:
@@ -370,6 +375,9 @@ class Trainer:
             if sample.operator:
                 meta["operator"] = sample.operator
             action = None if pending is not None else sample.action
+            if pending is not None and self._ops_deadline is not None:  # the run's wall budget, kept
+                wall = time.time() + (self._ops_deadline - time.perf_counter())
+                pending = WithDeadline(pending, wall, fallback=starts[g].solution)
             tasks.append(EvalTask(action, state_id, seed=seed, metadata=meta, pending=pending, parent=starts[g]))
         deferred = any(t.pending is not None for t in tasks)  # nothing to compute: verify here (no IPC)
         if workers <= 1 or len(tasks) <= 1 or (env.action_kind != "code" and not deferred):
@@ -409,19 +417,31 @@ class Trainer:
         self.learner.save_adapter(path)
         self.sampler.load_adapter(path, name=f"step-{self.step_index + 1}")
 
-    def run(self) -> TrainResult:
+    def run(self, deadline: float | None = None) -> TrainResult:
         """Train until ``config.steps`` (or the wall budget), logging and checkpointing each step.
 
-        Steps stop when ``config.steps`` are done or the next step would exceed ``config.budget_s``
-        (seconds, judged by the last step's time); the TensorBoard writer is always closed.
+        Under a wall budget (``config.budget_s`` from this call's start, or ``deadline``: an absolute
+        ``time.perf_counter()`` that the benchmark's clock started) the budget is kept, not just
+        scored: operator jobs run under the deadline less a reserve for the step's verification and
+        update (:func:`step_reserve`) and return their best so far there
+        (:mod:`~discoverygym.envs.operators.deadline`), and no step starts once that point has
+        passed. What still ends past the deadline is reported as ``perf/late_s`` and
+        :attr:`TrainResult.late_s`. The TensorBoard writer is always closed.
         """
-        t0, last = time.perf_counter(), 0.0
+        t0 = time.perf_counter()
+        if deadline is None and self.config.budget_s is not None:
+            deadline = t0 + self.config.budget_s
+        reserve = 0.0 if deadline is None else step_reserve(0.0, deadline - t0)
         try:
             while self.step_index < self.config.steps:
-                if self.config.budget_s is not None and time.perf_counter() - t0 + last > self.config.budget_s:
-                    break
+                if deadline is not None:
+                    self._ops_deadline = deadline - reserve
+                    if time.perf_counter() >= self._ops_deadline:
+                        break
                 metrics = self.train_step()
-                last = metrics["perf/step_time_s"]
+                t_log = time.perf_counter()
+                if deadline is not None:
+                    metrics["perf/late_s"] = max(0.0, t_log - deadline)
                 self.history.append(metrics)
                 self._log(metrics)
                 if self.callback is not None:
@@ -429,7 +449,11 @@ class Trainer:
                 if self.run_dir is not None and (self.step_index % self.config.checkpoint_every == 0
                                                  or self.step_index == self.config.steps):
                     self._save_checkpoint()
+                if deadline is not None:
+                    overhead = metrics["perf/sample_s"] + metrics["perf/train_s"] + time.perf_counter() - t_log
+                    reserve = step_reserve(overhead, deadline - t0)
         finally:
+            self._ops_deadline = None
             self._close_pool()
             if self._writer is not None:
                 self._writer.close()
@@ -440,7 +464,8 @@ class Trainer:
         if self.run_dir is not None:
             self.reuse.close_batch()
             self.reuse.archive.save(self.run_dir / "archive.json")
-        return TrainResult(self.best, self.initial, self.step_index, self.history, time.perf_counter() - t0)
+        late = 0.0 if deadline is None else max(0.0, time.perf_counter() - deadline)
+        return TrainResult(self.best, self.initial, self.step_index, self.history, time.perf_counter() - t0, late)
 
     # ------------------------------------------------------------------ logging
     def _tb(self, step: int) -> Any:

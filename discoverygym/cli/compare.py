@@ -6,13 +6,17 @@ Each (config, seed) is one run of the discovery benchmark's runner
 reference (``reference``: basin hopping / Adam restarts, ``cma-es``; these need ``--budget-s``) a
 run of that wall budget; each finished run leaves its ``result.json``. The study
 directory also holds ``study.json`` (what was asked for), ``results.csv`` (one row per run),
-``compare.png`` (best score against evaluations, mean over seeds with the min–max spread shaded)
-and, once every run is finished, ``summary.json``.
+``compare.png`` (the scored best per config, mean over seeds with the min–max spread shaded: over
+wall time cut at the budget under ``--budget-s``, else over evaluations) and, once every run is
+finished, ``summary.json``.
 
-The printed table gives, per config: the budget (evaluations and training wall time per run), the
-start score, the best score's mean ± sd over seeds, the best over seeds, and a one-sided
-Mann–Whitney U test (``scipy.stats.mannwhitneyu``) of "the first config is better than this one";
-one plain verdict line per config follows. The rank test is the discovery benchmark's
+The printed table gives, per config: what it changes relative to ``full``, the budget (evaluations
+per run, the longest run's wall time), ``late`` (runs whose best improved after the wall budget: not
+counted), the start score, the best score's mean ± sd over seeds, the best over seeds, and a
+two-sided Mann–Whitney U test (``scipy.stats.mannwhitneyu``) against the first config. One verdict
+line per config follows, worded after the two-sided test, with both one-sided p and the seeds
+significance needs; warnings flag runs that overran the budget by more than 25% or improved after it.
+Off a terminal (a pipe, a file) the table is plain Markdown, one line per row. The rank test is the discovery benchmark's
 (:func:`discoverygym.agents.bench.rank_test`) and the trainer configs are built by the benchmark's
 :func:`~discoverygym.agents.bench.trainer_config` (``discoverygym train``'s defaults) with the
 command line's settings.
@@ -42,7 +46,7 @@ from discoverygym.agents.bench import best_within, rank_test, run_one  # the ben
 from discoverygym.errors import UsageError
 from discoverygym.types import Direction
 
-__all__ = ["ALPHA", "default_study_dir", "rank_test", "study"]
+__all__ = ["ALPHA", "default_study_dir", "print_table", "rank_test", "seeds_for_significance", "study"]
 
 #: significance level of the verdict lines.
 ALPHA = 0.05
@@ -58,11 +62,6 @@ def default_study_dir(env_id: str, parent: Path = Path("runs"), now: float | Non
         n += 1
         path = base.with_name(f"{base.name}-{n}")
     return path
-
-
-def _min_p(n: int, m: int) -> float:
-    """The smallest one-sided p-value an exact Mann–Whitney U test of ``n`` vs ``m`` samples can give."""
-    return 1.0 / math.comb(n + m, n)
 
 
 def _fmt(v: float | None, digits: int = 10) -> str:
@@ -119,9 +118,13 @@ def _prepare_root(args: argparse.Namespace, spec: dict) -> tuple[Path, dict]:
 def _run_summary(name: str, seed: int, result: dict, run_dir: Path) -> dict:
     """What the study reports of one finished run (:func:`discoverygym.agents.bench.run_one`'s result):
     its best score is the one reached within the wall budget (:func:`~discoverygym.agents.bench.best_within`)."""
-    return {"config": name, "seed": seed, "start_score": result["initial"], "best_score": best_within(result),
+    best = best_within(result)
+    return {"config": name, "seed": seed, "start_score": result["initial"], "best_score": best,
+            "result_best": float(result["best"]), "late": best != float(result["best"]),
             "steps": result["steps"], "evaluations": result["evaluations"], "wall_s": result["wall_s"],
-            "run_dir": str(run_dir), "curve": [tuple(p) for p in result["curve"]]}
+            "elapsed_s": float(result.get("elapsed_s", result["wall_s"])), "budget_s": result.get("budget_s"),
+            "run_dir": str(run_dir), "curve": [tuple(p) for p in result["curve"]],
+            "trace": [tuple(p) for p in result["trace"]]}
 
 
 def study(args: argparse.Namespace, console: Console, names: list[str], overrides: dict, initial: Any,
@@ -173,41 +176,45 @@ def study(args: argparse.Namespace, console: Console, names: list[str], override
             r = _run_summary(name, seed, result, run_dir)
             runs.append(r)
             if not args.json:
+                late = f", {r['elapsed_s'] - budget:.1f} s past the budget" if budget and r["elapsed_s"] > budget else ""
                 progress.console.print(f"{name} seed {seed}: best {_fmt(r['best_score'])} "
-                                       f"({r['evaluations']} evaluations, {r['wall_s']:.1f} s"
+                                       f"({r['evaluations']} evaluations, {r['elapsed_s']:.1f} s wall{late}"
                                        f"{', already finished' if status == 'done' else ', resumed' if status == 'resumed' else ''})",
-                                       highlight=False)
+                                       highlight=False, soft_wrap=True)
     wall = time.perf_counter() - t0
     rows = _rows(names, runs, problem.direction)
     _write_csv(root / "results.csv", runs)
     plot = root / "compare.png"
-    _plot(names, runs, problem, args.seeds, plot)
+    _plot(names, runs, problem, args.seeds, plot, budget)
     verdicts = _verdicts(rows, problem.direction)
+    warnings = _warnings(runs, budget)
     summary = {"env_id": args.env_id, "record": problem.sota.get("value"), "direction": problem.direction,
-               "rows": rows, "verdicts": verdicts, "plot": str(plot), "results": str(root / "results.csv"),
-               "run_dir": str(root), "wall_s": wall}
+               "budget_s": budget, "rows": rows, "verdicts": verdicts, "warnings": warnings, "plot": str(plot),
+               "results": str(root / "results.csv"), "run_dir": str(root), "wall_s": wall}
     (root / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     if args.json:
         print(json.dumps(summary))
         return 0
     better = Direction(problem.direction).comparative
-    from rich import box
-
-    table = Table(title=f"{problem.title}: best {problem.quantity} over {args.seeds} seed(s) ({better} is better; "
-                  f"record {problem.sota.get('value')})", box=box.SIMPLE_HEAD)
-    for col, justify in (("config", "left"), ("evals/run", "right"), ("wall s/run", "right"), ("start", "right"),
-                         ("best: mean ± sd", "right"), ("best of seeds", "right"), (f"p vs {names[0]}", "right")):
-        table.add_column(col, justify=justify, overflow="fold")
+    title = (f"{problem.title}: best {problem.quantity} over {args.seeds} seed(s) ({better} is better; "
+             f"record {problem.sota.get('value')})"
+             + ("" if budget is None else f"; scored at the {budget:g} s wall budget"))
+    headers = ["config", "changes vs full", "evals/run", "wall s (max)", "late", "start", "best: mean ± sd",
+               "best of seeds", f"p two-sided vs {names[0]}"]
+    cells = []
     for r in rows:
         mean = "—" if r["mean"] is None else f"{r['mean']:.8g} ± {r['sd']:.2g}"
-        p = "ref" if r["config"] == names[0] else _fmt(r["p_vs_first"], 3)
-        table.add_row(r["config"], str(r["evaluations"]), f"{r['wall_s']:.1f}", _fmt(r["start"], 8), mean,
-                      _fmt(r["best"], 8), p)
-    console.print(table)
+        p = "ref" if r["config"] == names[0] else _fmt(r["p_two_sided"], 3)
+        cells.append([r["config"], r["changes"], str(r["evaluations"]), f"{r['wall_max']:.1f}",
+                      f"{r['late']}/{r['runs']}", _fmt(r["start"], 8), mean, _fmt(r["best"], 8), p])
+    print_table(console, title, headers, cells)
     for line in verdicts:
         console.print(line, highlight=False, soft_wrap=True)
-    console.print(f"p: one-sided Mann–Whitney U, H1 = {names[0]} {Direction(problem.direction).comparative}"
-                  f" than the config; verdicts at α = {ALPHA}", highlight=False, soft_wrap=True)
+    for line in warnings:
+        console.print(line, highlight=False, soft_wrap=True, style="yellow")
+    console.print(f"p: Mann–Whitney U on the per-seed best scores, two-sided (H1: the config and {names[0]} differ); "
+                  f"the verdicts also give both one-sided p; α = {ALPHA}. late: runs whose best improved after the "
+                  "budget (not counted); wall: the longest run's wall time.", highlight=False, soft_wrap=True)
     console.print(f"plot: {plot}; per-run results: {root / 'results.csv'}; TensorBoard: tensorboard --logdir {root}",
                   highlight=False, soft_wrap=True)
     console.print(f"study: {root} ({wall:.1f} s this call; finish a killed one with "
@@ -216,8 +223,29 @@ def study(args: argparse.Namespace, console: Console, names: list[str], override
     return 0
 
 
+def print_table(console: Console, title: str, headers: list[str], rows: list[list[str]]) -> None:
+    """A table on ``console``: rich's box table on a terminal, else a plain Markdown table (one line per
+    row, never wrapped: a pipe into ``cat`` or a file keeps every number whole)."""
+    if console.is_terminal:
+        from rich import box
+
+        table = Table(title=title, box=box.SIMPLE_HEAD)
+        for i, col in enumerate(headers):
+            table.add_column(col, justify="left" if i < 2 else "right", overflow="fold")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+        return
+    lines = [title, "", "| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    console.print("\n".join(lines), highlight=False, markup=False, soft_wrap=True)
+
+
 def _rows(names: list[str], runs: list[dict], direction: str) -> list[dict]:
-    """One summary row per config (with the rank test against the first config)."""
+    """One summary row per config: scores, late runs, the longest wall, and the rank tests against
+    the first config (two-sided, and each one-sided alternative)."""
+    from discoverygym.agents.config import ABLATION_DOCS, changed_settings, config_overrides
+
     by = {n: [r for r in runs if r["config"] == n] for n in names}
     ref = [r["best_score"] for r in by[names[0]] if r["best_score"] is not None]
     rows = []
@@ -229,105 +257,169 @@ def _rows(names: list[str], runs: list[dict], direction: str) -> list[dict]:
         for b in valid:
             if best is None or Direction(direction).better(b, best):
                 best = b
+        try:
+            changes = changed_settings(config_overrides(n))
+        except ValueError:  # a reference (basin hopping, CMA-ES): another method, not a trainer config
+            changes = ["another method"]
+        first = n == names[0]
         rows.append({
-            "config": n, "bests": bests, "n": len(valid),
+            "config": n, "bests": bests, "n": len(valid), "runs": len(by[n]),
+            "changes": ", ".join(changes) or "nothing (= full)", "doc": ABLATION_DOCS.get(n, ""),
             "mean": statistics.fmean(valid) if valid else None,
             "sd": statistics.stdev(valid) if len(valid) > 1 else 0.0,
             "best": best, "start": statistics.fmean(starts) if starts else None,
             "evaluations": max((r["evaluations"] for r in by[n]), default=0),
             "wall_s": statistics.fmean(r["wall_s"] for r in by[n]) if by[n] else 0.0,
-            "p_vs_first": None if n == names[0] else rank_test(ref, valid, direction),
+            "wall_max": max((r.get("elapsed_s", r["wall_s"]) for r in by[n]), default=0.0),
+            "late": sum(bool(r.get("late")) for r in by[n]),
+            "p_two_sided": None if first else rank_test(ref, valid, direction, "two-sided"),
+            "p_first_better": None if first else rank_test(ref, valid, direction, "better"),
+            "p_first_worse": None if first else rank_test(ref, valid, direction, "worse"),
+            "p_vs_first": None if first else rank_test(ref, valid, direction, "two-sided"),
         })
     return rows
 
 
+def seeds_for_significance(alpha: float = ALPHA) -> int:
+    """The fewest seeds per config (equal groups) at which a two-sided exact Mann–Whitney U test can
+    reach ``p < alpha`` at all: its smallest p is ``2 / C(2n, n)`` (4 seeds at α = 0.05: 0.029)."""
+    n = 1
+    while 2.0 / math.comb(2 * n, n) >= alpha:
+        n += 1
+    return n
+
+
 def _verdicts(rows: list[dict], direction: str) -> list[str]:
-    """Plain sentences: does the first config beat each other one, and is that significant?"""
+    """Plain sentences that say what the two-sided test found (and both one-sided p), what each
+    config changes, and how many seeds significance would need."""
     ref, lines = rows[0], []
     if len(rows) == 1:
         return [f"verdict: only {ref['config']} was run; nothing to compare"]
+    need = seeds_for_significance()
     for r in rows[1:]:
-        p = r["p_vs_first"]
-        if p is None or ref["mean"] is None or r["mean"] is None:
+        p2 = r["p_two_sided"]
+        what = f" ({r['config']}: {r['doc']})" if r.get("doc") else ""
+        if p2 is None or ref["mean"] is None or r["mean"] is None:
             lines.append(f"verdict: {ref['config']} vs {r['config']}: no valid runs to compare")
             continue
-        ahead = Direction(direction).better(ref["mean"], r["mean"])
-        if p < ALPHA:
-            lines.append(f"verdict: {ref['config']} beats {r['config']} (p = {p:.3g} < {ALPHA}, "
-                         f"{ref['n']} vs {r['n']} seeds)")
+        sides = (f"two-sided p = {p2:.3g}; one-sided: {ref['config']} better p = {r['p_first_better']:.3g}, "
+                 f"worse p = {r['p_first_worse']:.3g}; {ref['n']} vs {r['n']} seeds")
+        if p2 < ALPHA:
+            ahead = Direction(direction).better(ref["mean"], r["mean"])
+            word = "beats" if ahead else "is beaten by"
+            lines.append(f"verdict: {ref['config']} {word} {r['config']}, significantly ({sides}){what}")
             continue
-        word = "ahead of" if ahead else ("level with" if ref["mean"] == r["mean"] else "behind")
-        floor = _min_p(ref["n"], r["n"])
-        if math.isclose(p, floor, rel_tol=1e-9):
-            lines.append(f"verdict: {ref['config']} beats {r['config']} in every pairing of seeds (p = {p:.3g}, the "
-                         f"smallest {ref['n']} vs {r['n']} seeds can give), which is not significant at α = {ALPHA}"
-                         + (": use more --seeds" if floor >= ALPHA else ""))
-            continue
-        line = (f"verdict: {ref['config']} is {word} {r['config']} on the mean, but not significantly "
-                f"(p = {p:.3g} ≥ {ALPHA})")
+        word = ("ahead of" if Direction(direction).better(ref["mean"], r["mean"])
+                else "level with" if ref["mean"] == r["mean"] else "behind")
+        line = (f"verdict: no significant difference between {ref['config']} and {r['config']} at α = {ALPHA} "
+                f"({sides}); {ref['config']} is {word} {r['config']} on the mean{what}")
+        floor = 2.0 / math.comb(ref["n"] + r["n"], ref["n"]) if ref["n"] and r["n"] else 1.0
         if floor >= ALPHA:
-            line += (f"; {ref['n']} vs {r['n']} seeds cannot reach p < {ALPHA} (smallest possible p = {floor:.3g}): "
-                     "use more --seeds")
+            line += (f"; {ref['n']} vs {r['n']} seeds cannot reach p < {ALPHA} (smallest possible two-sided p = "
+                     f"{floor:.3g}): significance needs at least {need} seeds per config (--seeds {need})")
         lines.append(line)
     return lines
 
 
+def _warnings(runs: list[dict], budget: float | None) -> list[str]:
+    """Lines that flag what the table does not count: runs past 1.25 x the budget, late improvements."""
+    if budget is None:
+        return []
+    out = []
+    over = [r for r in runs if r["elapsed_s"] > 1.25 * budget]
+    if over:
+        out.append(f"warning: {len(over)} of {len(runs)} runs overran the {budget:g} s budget by more than 25% ("
+                   + ", ".join(f"{r['config']} seed {r['seed']}: {r['elapsed_s']:.1f} s" for r in over) + ")")
+    late = [r for r in runs if r.get("late")]
+    if late:
+        out.append(f"warning: {len(late)} of {len(runs)} runs improved after the budget; the table scores them at "
+                   "the budget (" + ", ".join(f"{r['config']} seed {r['seed']}: {_fmt(r['best_score'])} at the "
+                                            f"budget, {_fmt(r['result_best'])} in the end" for r in late) + ")")
+    return out
+
+
 def _write_csv(path: Path, runs: list[dict]) -> None:
     """``results.csv``: one row per (config, seed) run."""
-    cols = ("config", "seed", "start_score", "best_score", "steps", "evaluations", "wall_s", "run_dir")
+    cols = ("config", "seed", "start_score", "best_score", "result_best", "late", "steps", "evaluations", "wall_s",
+            "elapsed_s", "run_dir")
     with open(path, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
         w.writeheader()
         for r in runs:
-            w.writerow({**r, "wall_s": f"{r['wall_s']:.3f}",
+            w.writerow({**r, "wall_s": f"{r['wall_s']:.3f}", "elapsed_s": f"{r['elapsed_s']:.3f}",
                         "start_score": "" if r["start_score"] is None else repr(r["start_score"]),
                         "best_score": "" if r["best_score"] is None else repr(r["best_score"])})
 
 
-def _plot(names: list[str], runs: list[dict], problem: Any, seeds: int, path: Path) -> None:
-    """Best score against evaluations: per config the mean over seeds (line) and the min–max over
-    seeds (shaded), from the start score at 0 evaluations; the record as a dashed line when it is
-    within sight of the curves (matplotlib, Agg)."""
+#: line styles and markers per config in ``compare.png``, so that coinciding lines stay visible
+_STYLES = (("-", "o", 3.2), ("--", "s", 2.4), (":", "^", 2.0), ("-.", "D", 1.6), ((0, (5, 1)), "v", 1.4))
+
+
+def _series(run: dict, budget: float | None) -> list[tuple[float, float]]:
+    """One run's best-so-far points as the table scores it: over wall seconds cut at the budget (the
+    last point sits at the budget with :func:`best_within`'s score), else over evaluations."""
+    if budget is None:
+        return [(0.0, run["start_score"]), *run["curve"]] if run["start_score"] is not None else list(run["curve"])
+    pts = [(float(t), float(y)) for t, y in run["trace"] if t <= budget]
+    if not pts and run["trace"]:
+        pts = [(0.0, float(run["trace"][0][1]))]
+    return [(0.0, pts[0][1]), *pts, (float(budget), run["best_score"])] if pts else []
+
+
+def _plot(names: list[str], runs: list[dict], problem: Any, seeds: int, path: Path, budget: float | None = None) -> None:
+    """Best score per config, mean over seeds (line) with the min–max over seeds (shaded), from the
+    same scored data as the table (:func:`_series`: over wall time cut at the budget under
+    ``--budget-s``, else over evaluations), so each line ends at the table's mean. Each config has
+    its own line style, marker and width (the widest drawn first) so that coinciding lines stay
+    visible; the record as a dashed line when it is within sight; labels kept inside the image
+    (``bbox_inches="tight"``). matplotlib, Agg."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
 
-    fig, ax = plt.subplots(figsize=(8, 4.8), dpi=110)
+    fig, ax = plt.subplots(figsize=(8.4, 5.0), dpi=110)
     lo_all, hi_all = math.inf, -math.inf
     for i, name in enumerate(names):
-        curves = []
-        for r in runs:
-            if r["config"] != name:
-                continue
-            pts = [(0, r["start_score"])] + r["curve"] if r["start_score"] is not None else r["curve"]
-            curves.append([(x, y) for x, y in pts if y is not None])
-        length = min((len(c) for c in curves), default=0)
-        if not length:
+        series = [s for s in (_series(r, budget) for r in runs if r["config"] == name) if s]
+        if not series:
             continue
-        xs = [curves[0][j][0] for j in range(length)]
-        ys = [[c[j][1] for c in curves] for j in range(length)]
-        mean = [statistics.fmean(v) for v in ys]
-        lo, hi = [min(v) for v in ys], [max(v) for v in ys]
-        lo_all, hi_all = min(lo_all, *lo), max(hi_all, *hi)
+        end = max(s[-1][0] for s in series)
+        xs = np.unique(np.concatenate([[x for x, _ in s] for s in series] + [[end]]))
+        ys = []
+        for s in series:  # each run's best-so-far as a step function on the common grid
+            t = np.array([x for x, _ in s])
+            v = np.array([y for _, y in s], dtype=float)
+            ys.append(v[np.maximum(np.searchsorted(t, xs, side="right") - 1, 0)])
+        ys = np.array(ys)
+        mean, lo, hi = ys.mean(axis=0), ys.min(axis=0), ys.max(axis=0)
+        lo_all, hi_all = min(lo_all, float(lo.min())), max(hi_all, float(hi.max()))
         colour = f"C{i % 10}"
-        ax.plot(xs, mean, color=colour, lw=2, marker="o", ms=3, label=f"{name} (mean of {len(curves)})")
-        if len(curves) > 1:
-            ax.fill_between(xs, lo, hi, color=colour, alpha=0.2, lw=0)
+        style, marker, width = _STYLES[i % len(_STYLES)]
+        ax.step(xs, mean, where="post", color=colour, ls=style, lw=width, marker=marker, ms=4 + 1.5 * (len(names) - i),
+                markevery=max(1, len(xs) // 12), label=f"{name} (mean of {len(series)}; ends {mean[-1]:.8g})",
+                zorder=2 + i, alpha=0.9)
+        if len(series) > 1:
+            ax.fill_between(xs, lo, hi, step="post", color=colour, alpha=0.15, lw=0)
     record = problem.sota.get("value")
     if record is not None and math.isfinite(lo_all):
         span = max(hi_all - lo_all, abs(hi_all) * 1e-9, 1e-12)
         if lo_all - 2 * span <= record <= hi_all + 2 * span:
             ax.axhline(record, color="k", ls="--", lw=1, label=f"record {record:.8g}")
-    ax.set_xlabel("evaluations (candidates judged per run)")
+    if budget is None:
+        ax.set_xlabel("evaluations (candidates judged per run)")
+    else:
+        ax.set_xlabel(f"wall time (s), cut at the {budget:g} s budget (what the table scores)")
+        ax.set_xlim(0, budget * 1.02)
     better = Direction(problem.direction).comparative
-    ax.set_ylabel(f"best {problem.quantity} ({better} is better)")
-    ax.set_title(f"{problem.title}: best so far vs evaluations, {seeds} seed(s); shaded: min–max over seeds"
+    ax.set_ylabel(f"best {problem.quantity}\n({better} is better)")
+    ax.set_title(f"{problem.title}: best so far, {seeds} seed(s); shaded: min–max over seeds"
                  + ("" if record is None else f"\nrecord {record:.10g}"), fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.ticklabel_format(axis="y", useOffset=False)
     ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
+    fig.savefig(path, bbox_inches="tight")
     plt.close(fig)

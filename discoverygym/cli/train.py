@@ -81,9 +81,14 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
     )
     c.add_argument("env_id")
     c.add_argument("--configs", default="full,naive-rl,no-reuse,constant-beta",
-                   help="comma-separated ablation names, and the benchmark's references reference (basin hopping "
-                   "+ SLSQP / smoothed-max Adam restarts) and cma-es, which need --budget-s "
-                   "(default full,naive-rl,no-reuse,constant-beta)")
+                   help="comma-separated configs (default full,naive-rl,no-reuse,constant-beta; the first is the "
+                   "reference of the tests). Named configs (what each changes relative to full): "
+                   + "; ".join(f"{k}: {v}" for k, v in _CONFIG_DOCS.items())
+                   + ". Overrides of full, one setting each, joined by '+': objective=NAME (entropic-adaptive, "
+                   "entropic-constant, expected-reward = mean-baseline, or a plugin's), reuse=puct|epsilon|none, "
+                   "train=true|false, loss=NAME, credit=reward|progress-rate; e.g. objective=expected-reward, "
+                   "naive-rl+reuse=puct. References (need --budget-s): reference (basin hopping + SLSQP / "
+                   "smoothed-max Adam restarts), cma-es")
     c.add_argument("--seeds", type=int, default=3, help="seeds per config (default 3)")
     _common(c)
     c.add_argument("--run-dir", default=None,
@@ -115,6 +120,10 @@ def _common(p: argparse.ArgumentParser) -> None:
                    "(each rollout's gain over its start per second of its wall time: cheap moves that gain as "
                    "much per second count as much)")
     p.add_argument("--image-every", type=int, default=None, help="steps between TensorBoard images (default 5)")
+    p.add_argument("--plugin", action="append", default=[], metavar="FILE",
+                   help="import this Python file first (repeatable): it registers objectives, losses or whole "
+                   "configs by name (register_objective / register_adv_est / register_loss / register_config), "
+                   "which --configs then names; e.g. --plugin examples/algorithms/grpo_objective.py --configs full,grpo")
 
 
 def _llm_args(p: argparse.ArgumentParser) -> None:
@@ -151,6 +160,20 @@ def _check_numbers(args: argparse.Namespace) -> None:
             need = "a finite number > 0" if strict else "a finite number >= 0"
             raise UsageError(f"--{flag.replace('_', '-')} must be {need}, got {value!r}")
 
+
+#: what each named config changes (``compare --help``): :data:`discoverygym.agents.config.ABLATION_DOCS`,
+#: repeated here because the help is built before torch (which config.py imports) loads
+_CONFIG_DOCS = {
+    "full": "TTT-Discover (entropic objective, adaptive beta; PUCT reuse; training)",
+    "expected-reward": "objective only (mean baseline)",
+    "constant-beta": "objective only (entropic, beta = 2)",
+    "no-reuse": "reuse only (always the initial state)",
+    "epsilon-greedy": "reuse only (epsilon-greedy)",
+    "no-training": "training only (frozen policy)",
+    "naive-rl": "TWO things, objective (expected reward) and reuse (none)",
+    "best-of-n": "TWO things, training off and reuse none",
+    "progress-rate": "credit only (gain per second; ours)",
+}
 
 #: ``--credit`` values: :data:`discoverygym.agents.trainer.CREDITS` (not imported here: torch loads lazily)
 CREDIT_CHOICES = ("reward", "progress-rate")
@@ -422,7 +445,7 @@ def _print_summary(console: Console, summary: dict, problem: Any, config: Any, r
 def _compare(args: argparse.Namespace, console: Console) -> int:
     """``compare``: check the arguments, then run the study (:func:`discoverygym.cli.compare.study`)."""
     from discoverygym.agents.bench import REFERENCES, trainer_config
-    from discoverygym.agents.trainer import ABLATIONS
+    from discoverygym.agents.config import config_overrides
     from discoverygym.cli.compare import study
     from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
     from discoverygym.policy import is_llm_spec
@@ -440,9 +463,12 @@ def _compare(args: argparse.Namespace, console: Console) -> int:
     if is_llm_spec(args.policy or ""):
         raise UsageError("compare runs the numeric policy; for LLM policies run `discoverygym train` once per config")
     names = [AGENTS.get(n.strip(), n.strip()) for n in args.configs.split(",") if n.strip()]
-    unknown = [n for n in names if n not in ABLATIONS and n not in REFERENCES]
-    if unknown:
-        raise UsageError(f"unknown config(s) {', '.join(unknown)}; known: {', '.join((*ABLATIONS, *REFERENCES))}")
+    for n in names:
+        if n not in REFERENCES:
+            try:
+                config_overrides(n)
+            except ValueError as exc:
+                raise UsageError(f"{exc} (references: {', '.join(REFERENCES)}; a plugin's configs need --plugin FILE)") from None
     if any(n in REFERENCES for n in names) and args.budget_s is None:
         raise UsageError(f"the references ({', '.join(n for n in names if n in REFERENCES)}) run for a wall budget: "
                           "give --budget-s (and the trainer configs get the same budget)")
@@ -480,6 +506,38 @@ def _resume_hint(args: argparse.Namespace) -> str:
     return resume_command(args, fallback)
 
 
+def load_plugins(paths: list[str]) -> None:
+    """Import each ``--plugin`` Python file (as module ``discoverygym_plugin_<stem>``; its
+    ``if __name__ == "__main__":`` block does not run), so that what it registers
+    (:func:`~discoverygym.agents.objectives.register_objective`,
+    :func:`~discoverygym.agents.objectives.register_adv_est`,
+    :func:`~discoverygym.agents.losses.register_loss`,
+    :func:`~discoverygym.agents.config.register_config`) is known by name.
+
+    Raises:
+        UsageError: a missing or unreadable file, or one that fails to import (its error in one line).
+    """
+    import importlib.util
+
+    for path in paths:
+        file = Path(path)
+        if not file.is_file():
+            raise UsageError(f"--plugin {path}: no such file")
+        name = "discoverygym_plugin_" + "".join(c if c.isalnum() else "_" for c in file.stem)
+        if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(file.resolve()):
+            continue
+        spec = importlib.util.spec_from_file_location(name, file.resolve())
+        if spec is None or spec.loader is None:
+            raise UsageError(f"--plugin {path}: not an importable Python file")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:  # noqa: BLE001 - a plugin's own error, reported in one line
+            del sys.modules[name]
+            raise UsageError(f"--plugin {path} failed to import: {type(exc).__name__}: {one_line(exc)}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``train`` or ``compare`` for parsed ``args`` (see the module docstring for exit codes)."""
     console = Console(stderr=bool(getattr(args, "json", False)))
@@ -490,6 +548,7 @@ def run(args: argparse.Namespace) -> int:
                       "(CPU-only: pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu first)")
         return 2
     try:
+        load_plugins(getattr(args, "plugin", None) or [])
         return _train(args, console) if args.command == "train" else _compare(args, console)
     except UsageError as exc:
         print(f"discoverygym: error: {exc}", file=sys.stderr)

@@ -1,17 +1,33 @@
-"""Spaces used by discoverygym environments."""
+"""Spaces used by discoverygym environments.
+
+:class:`UnicodeText` is Gymnasium's ``Text`` for any Unicode string. Gymnasium's vector envs keep
+``Text`` observations in shared memory as indices into the space's charset, which a prompt's
+characters (``#``, newlines, ``≤``) are not in: ``gym.make_vec(ID, vectorization_mode="async")``
+failed with ``KeyError('#')`` (issue 41). This module registers shared-memory handlers for
+:class:`UnicodeText` that store each character's code point instead (``int32``, ``max_length`` per
+env, 0 = padding), so async vector envs of program envs (``TriMul-H100-v0``...) work with the default
+``shared_memory=True``. Construction envs observe the construction as a ``Sequence`` of dynamic
+length, which no shared memory can hold: Gymnasium says so in one line and they run with
+``gym.make_vec(ID, num_envs=2, vectorization_mode="async", vector_kwargs={"shared_memory": False})``.
+"""
 
 from __future__ import annotations
 
+import multiprocessing as mp
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from gymnasium import spaces
+from gymnasium.vector.utils import shared_memory as _shm
 
 
 class UnicodeText(spaces.Text):
     """A :class:`gymnasium.spaces.Text` that contains any Unicode string up to ``max_length``.
 
     Gymnasium's ``Text`` only contains strings over its charset (alphanumeric by default), which
-    rejects prompts and programs. Sampling still draws from the alphanumeric charset.
+    rejects prompts and programs. Sampling still draws from the alphanumeric charset. In shared
+    memory (async vector envs) a string is its code points plus one, zero-padded to ``max_length``.
     """
 
     def contains(self, x: Any) -> bool:
@@ -20,3 +36,59 @@ class UnicodeText(spaces.Text):
 
     def __repr__(self) -> str:
         return f"UnicodeText({self.min_length}, {self.max_length})"
+
+
+@_shm.create_shared_memory.register(UnicodeText)
+def _create(space: UnicodeText, n: int = 1, ctx: Any = mp) -> Any:
+    """``n × max_length`` int32 slots (code point + 1; 0 = padding)."""
+    return ctx.Array(np.dtype(np.int32).char, n * space.max_length)
+
+
+@_shm.write_to_shared_memory.register(UnicodeText)
+def _write(space: UnicodeText, index: int, values: str, shared_memory: Any) -> None:
+    """Store env ``index``'s string as code points + 1, zero-padded.
+
+    Raises:
+        ValueError: a string longer than ``max_length`` (outside the space).
+    """
+    size = space.max_length
+    codes = np.frombuffer(values.encode("utf-32-le"), dtype="<u4").astype(np.int32) + 1
+    if codes.size > size:
+        raise ValueError(f"a text of {codes.size} characters does not fit {space!r}")
+    row = np.frombuffer(shared_memory.get_obj(), dtype=np.int32)[index * size:(index + 1) * size]
+    row[:codes.size] = codes
+    row[codes.size:] = 0
+
+
+class SharedTexts(Sequence):
+    """The ``n`` strings of a :class:`UnicodeText` in shared memory, read live (like the numpy views
+    Gymnasium's ``AsyncVectorEnv`` keeps of a ``Box``: it reads its shared memory once, at
+    construction, so a snapshot tuple would never change). ``copy.deepcopy`` (the vector env's
+    default ``copy=True``) and ``tuple(...)`` give plain strings."""
+
+    def __init__(self, shared_memory: Any, n: int, max_length: int) -> None:
+        self._data = np.frombuffer(shared_memory.get_obj(), dtype=np.int32).reshape(n, max_length)
+
+    def __len__(self) -> int:
+        return self._data.shape[0]
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        row = self._data[index]
+        return (row[row > 0] - 1).astype("<u4").tobytes().decode("utf-32-le")
+
+    def __deepcopy__(self, memo: dict) -> tuple[str, ...]:
+        return tuple(self)
+
+    def __eq__(self, other: object) -> bool:
+        return tuple(self) == (tuple(other) if isinstance(other, (SharedTexts, tuple, list)) else other)
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+
+@_shm.read_from_shared_memory.register(UnicodeText)
+def _read(space: UnicodeText, shared_memory: Any, n: int = 1) -> SharedTexts:
+    """The ``n`` strings stored by :func:`_write`, as a live :class:`SharedTexts`."""
+    return SharedTexts(shared_memory, n, space.max_length)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from discoverygym.envs.operators.deadline import expired
 from discoverygym.envs.operators.lp import AC1
 
 __all__ = ["ac1_anneal", "ac1_bound", "smoothed_gradient"]
@@ -107,7 +108,8 @@ def ac1_anneal(f: np.ndarray, rng: np.random.Generator, iterations: int, beta0: 
     Returns:
         float64 of ``f``'s shape, ``f ≥ 0``, every row of mean 1: per row, the iterate with the
         lowest exact ``C1`` among the start (normalised, unjittered) and every ``CHECK_EVERY``-th
-        step and the last; so never worse than the start.
+        step and the last; so never worse than the start. Under a run's deadline
+        (:mod:`~discoverygym.envs.operators.deadline`) the schedule stops at the first check after it.
 
     Raises:
         ValueError: ``f`` not 1-D or 2-D, empty, non-finite or a row with ``Σf ≤ 0``;
@@ -140,4 +142,6 @@ def ac1_anneal(f: np.ndarray, rng: np.random.Generator, iterations: int, beta0: 
                 value = ac1_bound(row)
                 if value < best[i]:
                     best[i], best_f[i] = value, row / row.mean()
+            if expired():  # the run's deadline (operators.deadline): the best exact iterate so far
+                break
     return best_f if f0.ndim == 2 else best_f[0]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from discoverygym.envs.operators.base import Operator, ParamSpec
+from discoverygym.envs.operators.deadline import expired
 from discoverygym.envs.polish import slsqp_circles
 
 __all__ = ["CIRCLE_OPERATORS", "HOLE", "PERTURB_K", "RESTART", "RESTART_HOP", "SHAKE", "SWAP", "restart_hop"]
@@ -123,7 +124,8 @@ def restart_hop(x: np.ndarray, rng: np.random.Generator, patience: float) -> np.
     """A fresh lineage: :func:`restart` (radius 0.05), then greedy basin hopping from it.
 
     Each move (:func:`_hop_move`) is kept when it raises Σr by more than :data:`HOP_MIN_GAIN`; the
-    chain stops once ``round(patience)`` moves in a row failed, or after :data:`HOP_MAX_MOVES`.
+    chain stops once ``round(patience)`` moves in a row failed, or after :data:`HOP_MAX_MOVES`, or
+    (under a run's wall budget) at the deadline of :mod:`~discoverygym.envs.operators.deadline`.
     The parent is ignored but for ``n``.
 
     Why: measured on 26 circles (one core), a packing that a chain has converged into stays there
@@ -146,7 +148,7 @@ def restart_hop(x: np.ndarray, rng: np.random.Generator, patience: float) -> np.
     best = restart(x, rng, 0.05)
     limit, stale = max(1, round(float(patience))), 0
     for _ in range(HOP_MAX_MOVES):
-        if stale >= limit:
+        if stale >= limit or expired():  # converged, or the run's deadline passed (operators.deadline)
             break
         z = _hop_move(best, rng)
         if z[:, 2].sum() > best[:, 2].sum() + HOP_MIN_GAIN:

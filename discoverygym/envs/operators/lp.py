@@ -24,11 +24,13 @@ values computed here only decide which iterate to return.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from discoverygym.envs.operators.deadline import expired, remaining
 from discoverygym.envs.polish import project_box_sum
 from discoverygym.rewards.convolution import convolve
 
@@ -41,6 +43,8 @@ MAX_ROWS, MAX_COLS, MAX_ENTRIES = 1000, 1000, 300_000
 #: HiGHS interior-point iterations per LP (an iteration cap, not a time limit, keeps the operator
 #: deterministic on any machine); an LP that hits it counts as a failed iteration
 LP_MAX_ITER = 100
+#: the shortest HiGHS time limit given to an LP under a deadline (seconds)
+MIN_TIME_LIMIT_S = 0.05
 #: heights stay this far below an upper bound of 1, so the verifier's rescaling cannot cross it
 UPPER_SLACK = 1e-9
 
@@ -132,10 +136,14 @@ def _lp_step(model: BilinearMax, x: np.ndarray, c: np.ndarray, cols: np.ndarray,
     hi = np.full(w, step) if model.upper is None else np.minimum(model.upper - x[cols], step)
     if np.any(hi < lo):
         return None
+    options: dict = {"maxiter": LP_MAX_ITER}
+    left = remaining()
+    if math.isfinite(left):  # under a run's wall budget: HiGHS stops at the deadline (a failed step)
+        options["time_limit"] = max(left, MIN_TIME_LIMIT_S)
     res = linprog(np.r_[np.zeros(w), 1.0], A_ub=np.hstack([grad, -np.ones((ms.size, 1))]), b_ub=-c[ms],
                   A_eq=np.r_[np.ones(w), 0.0][None], b_eq=[0.0],
                   bounds=np.vstack([np.column_stack([lo, hi]), [[-np.inf, np.inf]]]), method="highs-ipm",
-                  options={"maxiter": LP_MAX_ITER})
+                  options=options)
     if res.status != 0 or res.x is None:
         return None
     out = x.copy()
@@ -159,6 +167,9 @@ def slp(model: BilinearMax, x: np.ndarray, rng: np.random.Generator, width: floa
         min_delta: stop once the trust radius has shrunk below this (a converged iterate: every
             step since the last success failed); ``0`` runs all ``iterations``.
 
+    Under a deadline (:mod:`~discoverygym.envs.operators.deadline`) no LP starts after it and each
+    LP gets the time left (HiGHS ``time_limit``); the best iterate so far is returned.
+
     Returns:
         ``(n,)`` float64 heights whose exact ``max c`` (computed here) is no higher than that of
         the prepared input, which is returned when no step improves it.
@@ -174,7 +185,7 @@ def slp(model: BilinearMax, x: np.ndarray, rng: np.random.Generator, width: floa
     c = model.values(x)
     best = float(c.max())
     for _ in range(iterations):
-        if delta < min_delta:
+        if delta < min_delta or expired():  # converged, or the run's deadline passed: the best so far
             break
         cand = _lp_step(model, x, c, cols, delta, margin)
         if cand is None:

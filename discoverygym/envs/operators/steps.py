@@ -55,6 +55,7 @@ import numpy as np
 from discoverygym.envs.operators import lp as _lp
 from discoverygym.envs.operators.anneal import ac1_anneal, ac1_bound
 from discoverygym.envs.operators.base import Operator, ParamSpec
+from discoverygym.envs.operators.deadline import expired
 from discoverygym.envs.polish import ac1_smooth_max, erdos_smooth_max
 
 __all__ = ["MAX_PIECES", "MIN_PIECES", "ladder_beta0", "step_operators"]
@@ -85,7 +86,8 @@ def _finish(h: np.ndarray, polisher: Polisher, clip: tuple[float, float] | None,
     steps = POLISH_STEPS if steps is None else steps
     if clip is not None:
         h = np.clip(h, *clip)
-    return h if polisher is None else polisher(h, steps=steps, **kw)
+    # past the run's deadline (operators.deadline) the variation is returned unpolished
+    return h if polisher is None or expired() else polisher(h, steps=steps, **kw)
 
 
 def adam(x, rng, temp, lr, steps, *, polisher: Polisher, clip, temp0: float, lr0: float) -> np.ndarray:
@@ -192,7 +194,8 @@ def hop(x, rng, factor, *, model: _lp.BilinearMax, **_) -> np.ndarray:
     to the bounds and runs ``slp`` on all pieces (trust radius 0.05, margin 0.02, at most
     :data:`HOP_ITERATIONS` solves); the result replaces the current heights only if its exact bound
     is lower (the acceptance rule of greedy basin hopping). So the child is never worse than the
-    (resampled) start, and equals it when no hop succeeded."""
+    (resampled) start, and equals it when no hop succeeded. Under a run's deadline
+    (:mod:`~discoverygym.envs.operators.deadline`) no hop starts after it."""
     x = np.asarray(x, dtype=np.float64)
     n = x.size
     m = _count(factor * n, MIN_PIECES, HOP_MAX_PIECES)
@@ -202,6 +205,8 @@ def hop(x, rng, factor, *, model: _lp.BilinearMax, **_) -> np.ndarray:
         h = model.prepare(x)
     best = float(model.values(h).max())
     for _ in range(HOP_TRIES):
+        if expired():  # the run's deadline (operators.deadline): the best so far
+            break
         z = _hop_once(h, rng, model)
         value = float(model.values(z).max())
         if value < best:
