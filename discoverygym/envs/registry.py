@@ -316,6 +316,8 @@ PROGRAM_TASKS["ScRNADenoising-v0"] = TaskSpec(
     "discoverygym.envs.denoising:make_denoising", "Single-cell RNA-seq denoising (OpenProblems)")
 PROGRAM_TASKS["QubitRouting-v0"] = TaskSpec(
     "discoverygym.envs.qubit_routing:make_qubit_routing", "Qubit routing: SWAP reduction (TES, 72 cases)")
+PROGRAM_TASKS["ZonedNeutralAtom-v0"] = TaskSpec(
+    "discoverygym.envs.znaa:make_znaa", "Zoned neutral-atom compilation: the placer (TES znaa, 16 circuits)")
 for _id, _key, _title in (
         ("DataConstrained", "data_constrained", "data-constrained"), ("LrBsz", "lr_bsz", "learning rate / batch size"),
         ("DomainMixture", "domain_mixture", "domain mixture"), ("Rectified", "rectified", "rectified fine-tuning"),
