@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -135,8 +136,14 @@ def _cmd_list(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
+    if not console.is_terminal and "COLUMNS" not in os.environ:  # a pipe or a file: nothing wraps (issue 41)
+        console = Console(file=console.file, width=LIST_WIDTH_OFF_TERMINAL)
     console.print(_list_table(rows, console.width))
     return 0
+
+
+#: columns of ``list`` off a terminal (``discoverygym list | cat``): wide enough for every row on one line
+LIST_WIDTH_OFF_TERMINAL = 400
 
 
 def _list_table(rows: list[dict], width: int) -> Table:
