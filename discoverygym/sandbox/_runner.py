@@ -229,8 +229,29 @@ _SYSCALLS = {
     "mount_setattr": (442, 442), "settimeofday": (164, 170), "clock_settime": (227, 112),
     "adjtimex": (159, 171), "clock_adjtime": (305, 266), "sethostname": (170, 161),
     "setdomainname": (171, 162), "quotactl": (179, 60),
+    # System V IPC and POSIX message queues (objects that outlive the process: issue 40)
+    "shmget": (29, 194), "shmat": (30, 196), "shmctl": (31, 195), "shmdt": (67, 197),
+    "semget": (64, 190), "semop": (65, 193), "semctl": (66, 191), "semtimedop": (220, 192),
+    "msgget": (68, 186), "msgsnd": (69, 189), "msgrcv": (70, 188), "msgctl": (71, 187),
+    "mq_open": (240, 180), "mq_unlink": (241, 181), "mq_timedsend": (242, 182),
+    "mq_timedreceive": (243, 183), "mq_notify": (244, 184), "mq_getsetattr": (245, 185),
+    # page-cache state of shared files: evict, or read without disturbing (issue 40)
+    "fadvise64": (221, 223), "mincore": (27, 232), "cachestat": (451, 451),
+    "madvise": (28, 233), "preadv2": (327, 286), "pwritev2": (328, 287),
 }
 _ARCHES = {"x86_64": (0, 0xC000003E), "aarch64": (1, 0xC00000B7)}
+
+#: System V IPC and POSIX message queues: their objects outlive the process (and, without an IPC
+#: namespace, the sandbox), so a program could keep answers between runs (issue 40: a SysV
+#: shared-memory cache replayed LASSO paths 66x faster). Refused on every backend.
+IPC_SYSCALLS = ("shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop",
+                "msgget", "msgsnd", "msgrcv", "msgctl", "mq_open", "mq_unlink", "mq_timedsend",
+                "mq_timedreceive", "mq_notify", "mq_getsetattr")
+#: Calls that evict pages of a shared file from the page cache or read its residency without
+#: changing it: the primitives of a page-cache channel between sandboxes (issue 40). ``madvise``
+#: is refused only for MADV_COLD / MADV_PAGEOUT, ``preadv2`` / ``pwritev2`` only with RWF_NOWAIT.
+PAGE_CACHE_SYSCALLS = ("fadvise64", "mincore", "cachestat")
+_MADV_COLD, _MADV_PAGEOUT, _RWF_NOWAIT = 20, 21, 0x8
 
 # Denied in every mode: kernel, mount, tracing and link operations a program never needs.
 _ALWAYS_DENIED = (
@@ -243,6 +264,7 @@ _ALWAYS_DENIED = (
     "syslog", "fanotify_init", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount",
     "fspick", "mount_setattr", "settimeofday", "clock_settime", "adjtimex", "clock_adjtime",
     "sethostname", "setdomainname", "quotactl", "pidfd_getfd",
+    *IPC_SYSCALLS, *PAGE_CACHE_SYSCALLS,
 )
 # Denied unless subprocesses are allowed (clone is allowed for threads, see below).
 _PROCESS_DENIED = ("fork", "vfork", "execve", "execveat", "tkill", "pidfd_open", "pidfd_send_signal")
@@ -262,7 +284,10 @@ def _arg_low(i: int) -> int:
 def seccomp_program(arch: str, network: bool, subprocess_ok: bool, self_pid: int) -> list[tuple]:
     """The seccomp BPF filter as ``(code, jt, jf, k)`` instructions.
 
-    Denies (EPERM) the syscalls in ``_ALWAYS_DENIED``; ``prlimit64`` that sets a limit; unless
+    Denies (EPERM) the syscalls in ``_ALWAYS_DENIED`` (System V IPC and POSIX message queues,
+    :data:`IPC_SYSCALLS`, and the page-cache primitives, :data:`PAGE_CACHE_SYSCALLS`, included);
+    ``madvise`` with MADV_COLD / MADV_PAGEOUT and ``preadv2`` / ``pwritev2`` with RWF_NOWAIT;
+    ``prlimit64`` that sets a limit; unless
     ``subprocess_ok``: process creation (``clone`` without ``CLONE_THREAD``; ``clone3`` answers
     ENOSYS so the C library falls back to ``clone``), ``execve`` and signals to other processes;
     unless ``network``: ``socket``. Any other architecture than ``arch`` (e.g. 32-bit syscalls)
@@ -291,6 +316,17 @@ def seccomp_program(arch: str, network: bool, subprocess_ok: bool, self_pid: int
             prog.extend([(_BPF_JEQ, 0, 1, nr), deny])
 
     deny_all(_ALWAYS_DENIED)
+    # madvise(addr, len, advice): refuse the advices that push file pages out of the cache.
+    prog += [
+        (_BPF_JEQ, 0, 5, number("madvise")), (_BPF_LD_W_ABS, 0, 0, _arg_low(2)),
+        (_BPF_JEQ, 2, 0, _MADV_COLD), (_BPF_JEQ, 1, 0, _MADV_PAGEOUT), allow, deny,
+    ]
+    # preadv2/pwritev2(fd, iov, n, pos_l, pos_h, flags): refuse RWF_NOWAIT (a residency probe).
+    for name in ("preadv2", "pwritev2"):
+        prog += [
+            (_BPF_JEQ, 0, 4, number(name)), (_BPF_LD_W_ABS, 0, 0, _arg_low(5)),
+            (_BPF_JSET, 0, 1, _RWF_NOWAIT), deny, allow,
+        ]
     if not network:
         deny_all(["socket"])
     # prlimit64(pid, resource, new_limit, old_limit): allow reads only (new_limit == NULL).

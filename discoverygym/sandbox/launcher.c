@@ -23,7 +23,8 @@
 /* usage: launcher STATUS_FD AS_BYTES CPU_S FSIZE_BYTES WALL_MS FLAGS WRITE_DIR UID GID MAX_FILES PROG [ARGS...]
    FLAGS: 1 = no fork (seccomp), 2 = no sockets/ptrace (seccomp), 4 = Landlock if the kernel has it,
    8 = Landlock required (exit 122 without it), 16 = signals only to the program and its process
-   group, no pidfd_send_signal/pidfd_getfd/process_vm_readv/writev (seccomp). WRITE_DIR: the only directory the program may
+   group, no pidfd_send_signal/pidfd_getfd/process_vm_readv/writev (seccomp). System V IPC and POSIX
+   message queues are refused in every mode (seccomp). WRITE_DIR: the only directory the program may
    change (with /dev/null for writing). UID/GID >= 0: switch to them (needs root) before exec.
    PROG is opened before the switch and executed through its descriptor. MAX_FILES > 0: WRITE_DIR
    is a file system of the run's own (bubblewrap's private /tmp tmpfs); its used inodes are
@@ -96,7 +97,7 @@ static int only_targets(struct sock_filter *f, int n, unsigned nr, const uint32_
 
 static int install_filter(int flags) {
 #ifdef ARCH
-    struct sock_filter f[128];
+    struct sock_filter f[192];
     int n = 0;
 #define S(c, k) f[n++] = (struct sock_filter)BPF_STMT(c, k)
 #define J(c, k, t, e) f[n++] = (struct sock_filter)BPF_JUMP(c, k, t, e)
@@ -113,6 +114,14 @@ static int install_filter(int flags) {
         DENY(__NR_socket, EPERM);
         DENY(__NR_ptrace, EPERM);
     }
+    /* Always: System V IPC and POSIX message queues. Their objects outlive the program and,
+       without an IPC namespace (no bubblewrap), the sandbox: a shared-memory segment kept answers
+       between runs (issue 40). */
+    static const unsigned ipc[] = {
+        __NR_shmget, __NR_shmat, __NR_shmctl, __NR_shmdt, __NR_semget, __NR_semop, __NR_semctl,
+        __NR_semtimedop, __NR_msgget, __NR_msgsnd, __NR_msgrcv, __NR_msgctl, __NR_mq_open,
+        __NR_mq_unlink, __NR_mq_timedsend, __NR_mq_timedreceive, __NR_mq_notify, __NR_mq_getsetattr};
+    for (unsigned i = 0; i < sizeof ipc / sizeof ipc[0]; i++) { DENY(ipc[i], EPERM); }
     if (flags & 1) {
 #ifdef __NR_fork
         DENY(__NR_fork, EPERM);

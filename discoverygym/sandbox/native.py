@@ -30,7 +30,12 @@ the limits in the child and reports exactly how it ended:
   ``pidfd_send_signal``, ``pidfd_getfd``, ``process_vm_readv``/``process_vm_writev`` fail with
   ``EPERM``: a program without Landlock ABI 6 (or without Landlock, ``allow_unconfined``) cannot
   signal, or read and write the memory of, the user's other processes. Compilation uses the
-  filter without the fork and signal rules (g++ starts and waits for cc1plus, as and ld);
+  filter without the fork and signal rules (g++ starts and waits for cc1plus, as and ld). System V
+  IPC (``shmget``, ``semget``, ``msgget`` and their calls) and POSIX message queues fail with
+  ``EPERM`` for programs and the compiler alike: without bubblewrap's IPC namespace their objects
+  outlive the run, and a program kept a shared-memory cache of answers between runs (issue 40:
+  a LASSO path replayed 66x faster); under bubblewrap ``--unshare-ipc`` already gives each run
+  its own namespace;
 * a wall-clock deadline: the launcher kills the child's whole process group at ``wall_limit_s``
   and reports wall time (fork to exit, monotonic clock) and user/system CPU time from ``wait4``.
 
@@ -145,7 +150,7 @@ class NativeLimits:
     Attributes:
         time_limit_s: the program's time limit in seconds. A run is over the limit when its wall
             time (fork to exit in the launcher, so sandbox start-up is not counted) or its CPU time
-            (user + system, all threads) exceeds it.
+            (user + system, all threads) exceeds it; with ``wall_limit_s`` set, only the CPU time.
         kill_after_s: extra wall seconds granted before the launcher kills the process group
             (the verdict is still decided by ``time_limit_s``).
         memory_mb: address-space limit (``RLIMIT_AS``) in MiB.
@@ -162,6 +167,10 @@ class NativeLimits:
             bubblewrap files go to disk in the work directory and only ``RLIMIT_FSIZE`` (per
             file) bounds them while it runs; what it leaves there is checked after the run: more
             than ``scratch_mb`` is the verdict ``output_limit`` (see the module notes).
+        wall_limit_s: ``None`` (default): ``time_limit_s`` bounds wall and CPU time alike (AtCoder's
+            rule). A number (``>= time_limit_s``): ``time_limit_s`` bounds the CPU time only and
+            this the wall time, so a verdict does not depend on how loaded the machine is (a
+            program that waits instead of computing still ends at this bound).
         max_files: most files, directories and links a program may create in its working
             directory (``output_limit`` past it). Under bubblewrap the launcher watches the private
             ``/tmp``'s inode count while the program runs and kills it past the cap; without
@@ -181,6 +190,7 @@ class NativeLimits:
     allow_unconfined: bool = False
     scratch_mb: int = 256
     max_files: int = 10_000
+    wall_limit_s: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("time_limit_s", "kill_after_s"):
@@ -201,6 +211,17 @@ class NativeLimits:
             raise ValueError(f"scratch_mb must be in [1, 2^24], got {self.scratch_mb}")
         if not 1 <= self.max_files <= 1 << 40:
             raise ValueError(f"max_files must be in [1, 2^40], got {self.max_files}")
+        if self.wall_limit_s is not None:
+            if isinstance(self.wall_limit_s, bool) or not isinstance(self.wall_limit_s, (int, float)):
+                raise TypeError(f"wall_limit_s must be None or a number of seconds, got {self.wall_limit_s!r}")
+            if not (math.isfinite(self.wall_limit_s) and self.time_limit_s <= self.wall_limit_s <= MAX_TIME_LIMIT_S):
+                raise ValueError(f"wall_limit_s must be in [time_limit_s, {MAX_TIME_LIMIT_S:g}] s, got "
+                                 f"{self.wall_limit_s!r}")
+
+    @property
+    def wall_s(self) -> float:
+        """The wall-clock limit: ``wall_limit_s``, or ``time_limit_s`` when that is None."""
+        return self.time_limit_s if self.wall_limit_s is None else float(self.wall_limit_s)
 
 
 @dataclass
@@ -452,7 +473,7 @@ def _launch(program: list[str], limits: NativeLimits, *, binds: list[tuple[str, 
     """
     conf = _confinement(limits)
     launcher = _checked_launcher()
-    wall_ms = round((limits.time_limit_s + limits.kill_after_s) * 1000)
+    wall_ms = round((limits.wall_s + limits.kill_after_s) * 1000)
     flags = 2 | (0 if limits.allow_fork else (1 | 16)) | conf.landlock
     status_r, status_w = os.pipe()
     if conf.backend == "bwrap":
@@ -490,7 +511,7 @@ def _launch(program: list[str], limits: NativeLimits, *, binds: list[tuple[str, 
         finally:
             os.close(status_w)
         try:
-            proc.wait(timeout=limits.time_limit_s + limits.kill_after_s + 30)
+            proc.wait(timeout=limits.wall_s + limits.kill_after_s + 30)
         except subprocess.TimeoutExpired:
             pass
         finally:  # the launcher has ended (or hangs): nothing of the run may survive it
@@ -528,8 +549,10 @@ def _verdict(status: list[str], limits: NativeLimits, stdout_path: str, stderr: 
     bytes_over = left is not None and left[1] > limits.scratch_mb << 20
     exit_code, signum = (code if sig == 0 else None), (sig or None)
     limit = limits.time_limit_s
-    if timed_out or wall > limit or cpu > limit or signum == signal.SIGXCPU:
-        state, msg = "time_limit", (f"time limit {limit:g} s exceeded (wall {wall:.2f} s, CPU {cpu:.2f} s"
+    if timed_out or wall > limits.wall_s or cpu > limit or signum == signal.SIGXCPU:
+        which = f"time limit {limit:g} s" if limits.wall_limit_s is None else (
+            f"CPU-time limit {limit:g} s (wall-clock limit {limits.wall_s:g} s)")
+        state, msg = "time_limit", (f"{which} exceeded (wall {wall:.2f} s, CPU {cpu:.2f} s"
                                     + (", killed)" if timed_out else ")"))
     elif signum == signal.SIGXFSZ or too_much_output:
         state, msg = "output_limit", (f"output too large: more than {limits.output_bytes} bytes"
