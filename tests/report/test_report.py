@@ -179,3 +179,32 @@ def test_a_post_train_run_directory_gives_a_report(tmp_path):
             "base/eval/FirstAutocorrelation-v0"} <= groups
     assert len(data["ids"]) == 2 * 2 * 2 + 1 + 2 * (2 + 1)  # search 8 + init, two held-out evals of 2 + init
     assert "rounds (rounds.jsonl)" in html
+
+
+INJECTION = "<!--<script"  # issue 40 #5: the exact text that swallowed the page's script in Chromium
+
+
+def test_candidate_text_cannot_break_out_of_the_data_block(tmp_path):
+    """An error, a program and a stdout tail holding ``<!--<script`` (and ``</script>``, U+2028) stay data."""
+    from discoverygym.report import plotly_js
+    from discoverygym.report.collect import Node, RunData
+    from discoverygym.report.html import render_html
+
+    hostile = f"{INJECTION} </script><b>& \u2028\u2029"
+    nodes = [Node("a", [], 1.0, 1.0, True, text="x = 1"),
+             Node("b", ["a"], None, -1.0, False, error=hostile, tail=hostile, text=f"x = 2  # {hostile}")]
+    page = render_html(RunData("search", tmp_path, "SumDifference-v0", {}, nodes=nodes), plotly_js())
+    block = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page, re.DOTALL).group(1)
+    for raw in ("<", ">", "&", "\u2028", "\u2029"):
+        assert raw not in block, raw  # main escaped only "</": "<!--<script" stayed literal
+    data = json.loads(block)
+    assert data["errs"] == [hostile] and data["tails"]["1"] == hostile and INJECTION in data["diffs"]["1"]
+    if CHROMIUM is None:
+        return
+    path = tmp_path / "report.html"
+    path.write_text(page, encoding="utf-8")
+    proc = subprocess.run([CHROMIUM, *BROWSER_FLAGS, "--dump-dom", path.as_uri()], capture_output=True, text=True,
+                          timeout=240, check=False)
+    body = re.search(r"<body[^>]*>", proc.stdout)
+    assert body and 'data-ready="dag=2;' in body.group(0), (body and body.group(0), proc.stderr[-2000:])
+    assert 'data-errors="0"' in body.group(0)
