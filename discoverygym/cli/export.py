@@ -16,7 +16,12 @@ import json
 from typing import Any
 
 from discoverygym.cli.common import UsageError
-from discoverygym.interop.openevolve import DEFAULT_API_BASE, DEFAULT_MODEL, export_openevolve
+from discoverygym.interop.openevolve import (
+    DEFAULT_API_BASE,
+    DEFAULT_MODEL,
+    check_env_var_name,
+    export_openevolve,
+)
 
 __all__ = ["TARGETS", "add_parser", "run"]
 
@@ -46,7 +51,8 @@ def add_parser(sub: Any) -> None:
                    help=f"OpenAI-compatible endpoint written into config.yaml (default {DEFAULT_API_BASE})")
     p.add_argument("--model", default=DEFAULT_MODEL, help=f"model name in config.yaml (default {DEFAULT_MODEL})")
     p.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
-                   help="environment variable config.yaml reads the API key from (default OPENAI_API_KEY)")
+                   help="environment variable config.yaml reads the API key from, a name matching "
+                   "^[A-Za-z_][A-Za-z0-9_]*$ (default OPENAI_API_KEY)")
     p.add_argument("--iterations", type=int, default=100, help="OpenEvolve's max_iterations (default 100)")
     p.add_argument("--seed", type=int, default=0, help="seed passed to the programs (default 0)")
     p.add_argument("--task-options", metavar="JSON", default=None,
@@ -63,10 +69,16 @@ def run(args: argparse.Namespace) -> int:
     """Run ``discoverygym export``; returns the exit code.
 
     Raises:
-        UsageError: ``--to shinka``, bad ``--task-options``, unknown env or option, files exist.
+        UsageError: ``--to shinka``, bad ``--api-key-env`` (not a variable name) or ``--task-options``,
+            unknown env or option, files exist.
     """
     if args.to == "shinka":
         raise UsageError(SHINKA_REASON)
+    try:  # pasted into config.yaml as "${VAR}": a name, nothing else (issue 40, YAML injection)
+        check_env_var_name(args.api_key_env)
+    except ValueError:
+        raise UsageError(f"--api-key-env must be an environment variable name matching ^[A-Za-z_][A-Za-z0-9_]*$, "
+                         f"got {args.api_key_env!r}") from None
     try:
         options = json.loads(args.task_options) if args.task_options else {}
     except json.JSONDecodeError as exc:

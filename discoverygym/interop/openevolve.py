@@ -31,6 +31,7 @@ plain metrics dict where OpenEvolve is not installed.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,7 @@ from discoverygym.envs.registry import ENVS, PROGRAM_TASKS, problem_of
 from discoverygym.types import State
 
 __all__ = [
-    "DEFAULT_API_BASE", "DEFAULT_MODEL", "FAILURE_KEYS", "evaluate_program_file",
+    "DEFAULT_API_BASE", "DEFAULT_MODEL", "ENV_VAR_NAME", "FAILURE_KEYS", "check_env_var_name", "evaluate_program_file",
     "export_openevolve", "initial_program", "judge", "metrics_of", "with_evolve_markers",
 ]
 
@@ -55,6 +56,23 @@ FAILURE_KEYS = ("error",)
 
 _COMMENT = {"python": "#", "cpp": "//"}
 _SUFFIX = {"python": ".py", "cpp": ".cpp"}
+#: an environment variable's name (POSIX portable names), the only text pasted unquoted into config.yaml
+ENV_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def check_env_var_name(name: Any) -> str:
+    """``name`` if it is a POSIX environment variable name (``^[A-Za-z_][A-Za-z0-9_]*$``).
+
+    ``config.yaml`` reads the API key as ``"${NAME}"`` (OpenEvolve expands it), so any other text
+    would be YAML injected by the argument (issue 40, #8).
+
+    Raises:
+        ValueError: anything else (the message quotes it).
+    """
+    if not isinstance(name, str) or not ENV_VAR_NAME.fullmatch(name):
+        raise ValueError(f"api key env var must be a variable name (letters, digits, _; not starting with a digit), "
+                         f"got {name!r}")
+    return name
 
 _PARENT_PROGRAM = '''\
 """Initial program for {env_id}: returns the current construction (``parent``) unchanged.
@@ -237,7 +255,12 @@ def _yaml_str(text: str) -> str:
 def _config_yaml(env_id: str, language: str, system_message: str, *, api_base: str, model: str,
                  api_key_env: str, iterations: int, timeout_s: int, parallel_evaluations: int,
                  diff_based: bool, max_code_length: int) -> str:
-    """The text of the exported ``config.yaml`` (OpenEvolve's :class:`Config` fields)."""
+    """The text of the exported ``config.yaml`` (OpenEvolve's :class:`Config` fields).
+
+    Raises:
+        ValueError: ``api_key_env`` is not a variable name (:func:`check_env_var_name`).
+    """
+    check_env_var_name(api_key_env)
     return f"""\
 # OpenEvolve configuration for discoverygym's {env_id} (written by `discoverygym export`).
 # Run: openevolve-run initial_program{_SUFFIX[language]} evaluator.py --config config.yaml
@@ -304,9 +327,11 @@ def export_openevolve(env_id: str, out_dir: str | Path, *, api_base: str = DEFAU
         ``{"initial_program": path, "evaluator": path, "config": path}``.
 
     Raises:
-        ValueError: unknown env id or option, bad numbers, options that are not JSON data.
+        ValueError: unknown env id or option, bad numbers, options that are not JSON data,
+            ``api_key_env`` not a variable name (checked before anything is written).
         FileExistsError: a file exists and ``overwrite`` is false.
     """
+    check_env_var_name(api_key_env)
     options = dict(options or {})
     if iterations < 1 or timeout_s < 1 or parallel_evaluations < 1:
         raise ValueError("iterations, timeout_s and parallel_evaluations must be >= 1")

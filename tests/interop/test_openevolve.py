@@ -208,3 +208,23 @@ def test_export_cli_usage_errors(tmp_path, capsys):
     assert main(["export", ENV_ID, str(tmp_path / "d"), "--to", "shinka"]) == 2
     err = capsys.readouterr().err
     assert "shinka" in err and "would overwrite" in err
+
+
+@pytest.mark.parametrize("name", ['X}"\nmax_iterations: 999999\n#', "1ABC", "A-B", "", "A B", "${OPENAI_API_KEY}"])
+def test_api_key_env_must_be_a_variable_name(tmp_path, capsys, name):
+    """Issue 40 #8: ``--api-key-env`` was pasted unquoted into config.yaml (YAML injection by the argument)."""
+    out = tmp_path / "x"
+    assert main(["export", ENV_ID, str(out), "--api-key-env", name]) == 2
+    err = capsys.readouterr().err
+    assert "--api-key-env must be an environment variable name" in err and len(err.strip().splitlines()) == 1
+    assert not (out / "config.yaml").exists()
+    with pytest.raises(ValueError, match="variable name"):
+        export_openevolve(ENV_ID, out, api_key_env=name)
+    assert not out.exists()  # refused before anything is written
+
+
+def test_a_valid_api_key_env_is_read_back_by_yaml(tmp_path):
+    yaml = pytest.importorskip("yaml")
+    paths = export_openevolve(ENV_ID, tmp_path, api_key_env="_MY_KEY_2")
+    config = yaml.safe_load(paths["config"].read_text())
+    assert config["llm"]["api_key"] == "${_MY_KEY_2}" and config["max_iterations"] == 100
