@@ -27,8 +27,10 @@ from rich.console import Console
 from rich.table import Table
 
 from discoverygym.cli import audit as audit_cli
+from discoverygym.cli import certify as certify_cli
 from discoverygym.cli import export as export_cli
 from discoverygym.cli import post_train as irft_cli
+from discoverygym.cli import records as records_cli
 from discoverygym.cli import report as report_cli
 from discoverygym.cli import search as search_cli
 from discoverygym.cli import train as agents_cli
@@ -120,7 +122,7 @@ def _read_text(path: Path) -> str:
 def _cmd_list(args: argparse.Namespace, console: Console) -> int:
     rows = [
         {"env_id": env_id, "quantity": p.quantity, "direction": p.direction, "action": "construction or code",
-         "record": p.sota["value"], "source": p.sota["source"], "failure_reward": p.failure_reward}
+         "record": p.sota["value"], "source": p.sota["source"] + _ours_text(env_id), "failure_reward": p.failure_reward}
         for env_id, p in ENVS.items()
     ]
     for env_id in PROGRAM_TASKS:
@@ -144,6 +146,14 @@ def _cmd_list(args: argparse.Namespace, console: Console) -> int:
 
 #: columns of ``list`` off a terminal (``discoverygym list | cat``): wide enough for every row on one line
 LIST_WIDTH_OFF_TERMINAL = 400
+
+
+def _ours_text(env_id: str) -> str:
+    """``"; ours 0.38087264683 (certified)"`` where discoverygym holds a certified improvement (``discoverygym records``)."""
+    from discoverygym.records import best_ours
+
+    ours = best_ours(env_id)
+    return f"; ours {ours.value} (certified)" if ours else ""
 
 
 def _list_table(rows: list[dict], width: int) -> Table:
@@ -176,6 +186,27 @@ def _list_table(rows: list[dict], width: int) -> Table:
 
 
 def _cmd_evaluate(args: argparse.Namespace, console: Console) -> int:
+    """``discoverygym evaluate``: judge one file; exit 0 judged, 2 usage error, 130 interrupted.
+
+    The input must be a regular file of at most :data:`~discoverygym.io.MAX_INPUT_BYTES` (checked
+    before it is opened: a device or a FIFO is refused, not read). SIGTERM and Ctrl-C end the
+    command with one line, not a traceback.
+    """
+    try:
+        return _evaluate_command(args, console)
+    except KeyboardInterrupt:
+        print("discoverygym: evaluate interrupted", file=sys.stderr)
+        return 130
+
+
+def _evaluate_command(args: argparse.Namespace, console: Console) -> int:
+    from discoverygym.io import check_input_file
+
+    if args.file:
+        try:
+            check_input_file(args.file)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     if args.timeout is not None and not 0 < args.timeout <= 86_400:  # also refuses NaN
         raise UsageError(f"--timeout must be a number of seconds in (0, 86400], got {args.timeout}")
     if args.n_cases is not None and args.n_cases < 1:
@@ -285,6 +316,8 @@ def build_parser() -> argparse.ArgumentParser:
     audit_cli.add_parser(sub)
     export_cli.add_parser(sub)
     report_cli.add_parser(sub)
+    certify_cli.add_parser(sub)
+    records_cli.add_parser(sub)
     return parser
 
 
@@ -326,6 +359,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return export_cli.run(args)
         if args.command == "report":
             return report_cli.run(args)
+        if args.command == "certify":
+            return certify_cli.run(args)
+        if args.command == "records":
+            return records_cli.run(args)
         return _cmd_evaluate(args, console)
     except UsageError as exc:
         print(f"discoverygym: error: {exc}", file=sys.stderr)

@@ -22,6 +22,7 @@ from discoverygym.interop.openevolve import (
     check_env_var_name,
     export_openevolve,
 )
+from discoverygym.io import check_input_file
 
 __all__ = ["TARGETS", "add_parser", "run"]
 
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
     Raises:
         UsageError: ``--to shinka``, bad ``--api-key-env`` (not a variable name) or ``--task-options``,
-            unknown env or option, files exist.
+            an ``--initial`` that is not a regular file of at most 64 MiB, unknown env or option, files exist.
     """
     if args.to == "shinka":
         raise UsageError(SHINKA_REASON)
@@ -85,6 +86,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--task-options must be a JSON object: {exc}") from None
     if not isinstance(options, dict):
         raise UsageError("--task-options must be a JSON object")
+    if args.initial is not None:  # a regular file of bounded size, checked before it is read
+        try:
+            check_input_file(args.initial)
+        except ValueError as exc:
+            raise UsageError(f"--initial: {exc}") from None
     try:
         paths = export_openevolve(
             args.env_id, args.dir, api_base=args.api_base, model=args.model, api_key_env=args.api_key_env,

@@ -228,3 +228,10 @@ def test_a_valid_api_key_env_is_read_back_by_yaml(tmp_path):
     paths = export_openevolve(ENV_ID, tmp_path, api_key_env="_MY_KEY_2")
     config = yaml.safe_load(paths["config"].read_text())
     assert config["llm"]["api_key"] == "${_MY_KEY_2}" and config["max_iterations"] == 100
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero")
+def test_export_initial_must_be_a_regular_file(tmp_path, capsys):
+    """Issue 40 #7: CLI input files are regular files of bounded size (``--initial /dev/zero`` read without bound)."""
+    assert main(["export", ENV_ID, str(tmp_path / "x"), "--initial", "/dev/zero"]) == 2
+    assert "--initial: /dev/zero is a device" in capsys.readouterr().err
