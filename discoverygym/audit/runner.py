@@ -37,6 +37,7 @@ from typing import Any
 
 from discoverygym.audit.exploits import LEAK_MARK, AuditContext, Exploit, hidden_paths_of
 from discoverygym.audit.library import library
+from discoverygym.audit.znaa import EXPLOITS as ZNAA_EXPLOITS
 from discoverygym.envs.registry import make_env
 from discoverygym.errors import BackendUnavailable
 from discoverygym.sandbox.python import SandboxLimits
@@ -154,7 +155,7 @@ def audit(
             raise ValueError("env options go with an env id, not with a built env")
         unwrapped = getattr(env, "unwrapped", env)
         envs = [(str(getattr(unwrapped.problem, "name", type(unwrapped.problem).__name__)), unwrapped)]
-    chosen = list(library() if exploits is None else exploits)
+    chosen = list([*library(), *ZNAA_EXPLOITS] if exploits is None else exploits)
     plan = [(label, e, x) for label, e in envs for x in chosen if x.applies_to(e)]
     rows: list[AuditRow] = []
     bases: dict[int, Any] = {}
