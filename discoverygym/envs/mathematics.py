@@ -1,7 +1,7 @@
 """The mathematics problems (TTT-Discover §4.1, AlphaEvolve App. B, SimpleTES): data + verifiers.
 
 Each problem is one :class:`~discoverygym.envs.problem.Problem` value; verifiers live in
-``discoverygym/rewards/`` (one file per family). Records: docs/problems.md.
+``discoverygym/rewards/`` (one file per family). Records: ``discoverygym.records`` (docs/problems.md).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from functools import partial
 
 import numpy as np
 
+from discoverygym import records
 from discoverygym.envs.operators.circles import CIRCLE_OPERATORS
 from discoverygym.envs.operators.steps import AC1_OPERATORS, AC2_OPERATORS, AC3_OPERATORS, ERDOS_OPERATORS
 from discoverygym.envs.polish import ac1_smooth_max, erdos_smooth_max, slsqp_circles
@@ -83,7 +84,7 @@ ERDOS = Problem(
         "cross-correlation of h with 1 - h. Any n >= 1 is allowed. Lower C5 improves the upper "
         "bound on Erdős' minimum overlap constant."
     ),
-    sota={"value": 0.380876, "source": "TTT-Discover 2026, 600 pieces", "best_human": 0.380927},
+    sota=records.sota("ErdosMinOverlap-v0", best_human=0.380927),
     row_len=None,
     returns=_STEP_RETURNS,
     render=step_function,
@@ -107,7 +108,7 @@ AC1 = Problem(
         "discrete autoconvolution. Lower C1 improves the upper bound of the first autocorrelation "
         "inequality."
     ),
-    sota={"value": 1.502863, "source": "TTT-Discover 2026, 30000 pieces", "best_human": 1.50973},
+    sota=records.sota("FirstAutocorrelation-v0", best_human=1.50973),
     row_len=None,
     returns=_STEP_RETURNS,
     render=step_function,
@@ -132,7 +133,7 @@ AC2 = Problem(
         "interpolant (Simpson-exact). Higher C2 improves the lower bound of the second "
         "autocorrelation inequality."
     ),
-    sota={"value": 0.96102, "source": "AlphaEvolve v2, 50000 pieces", "best_human": 0.9015},
+    sota=records.sota("SecondAutocorrelation-v0", best_human=0.9015),
     row_len=None,
     returns=_STEP_RETURNS,
     render=step_function,
@@ -153,7 +154,7 @@ AC3 = Problem(
         "dx = 0.5/n the bound is C3 = max_k |(f*f)_k * dx| / (sum f * dx)^2; the integral must not "
         "vanish. Lower C3 improves the upper bound of the third autocorrelation inequality."
     ),
-    sota={"value": 1.453675, "source": "SimpleTES 2026, 400 pieces"},
+    sota=records.sota("ThirdAutocorrelation-v0"),
     row_len=None,
     returns=_STEP_RETURNS,
     render=step_function,
@@ -162,8 +163,9 @@ AC3 = Problem(
 )
 
 
-def circle_packing_problem(n: int, record: float, source: str, best_human: float) -> Problem:
-    """The circle packing problem with n circles (sum of radii in the unit square)."""
+def circle_packing_problem(n: int, best_human: float) -> Problem:
+    """The circle packing problem with n circles (sum of radii in the unit square); its record comes from
+    :data:`discoverygym.records.RECORDS` (``CirclePacking-{n}-v0``)."""
     return Problem(
         name=f"circle_packing_{n}",
         title=f"Packing {n} circles in the unit square",
@@ -176,7 +178,7 @@ def circle_packing_problem(n: int, record: float, source: str, best_human: float
             "their radii is as large as possible. Each circle is a row [x, y, r] with r >= 0; "
             "circles may touch. A slack of 1e-12 is tolerated on containment and overlap."
         ),
-        sota={"value": record, "source": source, "best_human": best_human},
+        sota=records.sota(f"CirclePacking-{n}-v0", best_human=best_human),
         row_len=3,
         returns=f"an array of shape ({n}, 3), rows [x, y, r]",
         render=circles,
@@ -189,8 +191,8 @@ def circle_packing_problem(n: int, record: float, source: str, best_human: float
     )
 
 
-CP26 = circle_packing_problem(26, 2.6359830849, "AlphaEvolve v2", 2.634)
-CP32 = circle_packing_problem(32, 2.9395727712, "AlphaEvolve v2", 2.936)
+CP26 = circle_packing_problem(26, 2.634)
+CP32 = circle_packing_problem(32, 2.936)
 
 SUM_DIFFERENCE = Problem(
     name="sum_difference",
@@ -205,7 +207,7 @@ SUM_DIFFERENCE = Problem(
         "A-A are the sets of pairwise sums and differences. Both ratios must exceed 1. "
         "Duplicates are ignored."
     ),
-    sota={"value": 1.1448869, "source": "SimpleTES 2026, |A| = 506", "best_human": 1.143975},
+    sota=records.sota("SumDifference-v0", best_human=1.143975),
     row_len=None,
     returns="a 1-D list of integers",
     render=integer_set,
@@ -223,7 +225,7 @@ HADAMARD_29 = Problem(
         "meet Hadamard's bound, impossible for order 29). The determinant is computed exactly in "
         "integer arithmetic."
     ),
-    sota={"value": 0.741985, "source": "SimpleTES 2026"},
+    sota=records.sota("Hadamard-29-v0"),
     row_len=29,
     returns="a 29 x 29 nested list or array of +1/-1",
     render=sign_matrix,

@@ -87,7 +87,8 @@ def test_search_summary_shows_the_record_and_the_gap(tmp_path, capsys, monkeypat
     out = capsys.readouterr().out
     record = ENVS["CirclePacking-26-v0"].sota["value"]
     (line,) = [line for line in out.splitlines() if line.startswith("published record")]
-    assert f"published record {record} (AlphaEvolve v2)" in line
+    assert f"published record {record} ({ENVS['CirclePacking-26-v0'].sota['source']})" in line
+    assert "AlphaEvolve v2 2025" in line  # the record's source and date (discoverygym.records)
     best = float(out.split("\nbest score ")[1].split()[0])
     gap = float(line.split("gap to record ")[1].split()[0])
     assert gap == pytest.approx(best - record, rel=1e-3) and gap < 0

@@ -1,0 +1,172 @@
+"""Certificates: a construction's value proved in exact arithmetic, never trusting float64.
+
+``certify(env_id, data)`` runs the problem's certifier (one module per family beside this one:
+:mod:`.erdos`, :mod:`.autocorrelation`, :mod:`.circle_packing`, :mod:`.sum_difference`,
+:mod:`.hadamard`) on the numbers exactly as written in the file (decimals parsed as ``Decimal``),
+compares the result with the best known value (:mod:`discoverygym.records`) and with any value the
+file claims for itself, and returns the certificate as a JSON-safe dict. ``discoverygym certify``
+is its command line.
+
+Claims: a file's own figure (key ``claimed``, ``claim``, ``value`` or ``score``) is *consistent*
+when it equals the certified value to its printed digits (half a unit in its last digit, plus
+1e-12 relative for float64 claims), *conservative* when it is worse than the truth (harmless:
+the construction is better than claimed), and *overstated* when it is better than the truth: the
+file claims a bound its construction does not prove.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from decimal import Decimal
+from fractions import Fraction
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from discoverygym.errors import InvalidSolution
+from discoverygym.records import RECORDS
+from discoverygym.rewards.certify.autocorrelation import certify_ac1, certify_ac2, certify_ac3
+from discoverygym.rewards.certify.circle_packing import certify_circle_packing
+from discoverygym.rewards.certify.erdos import certify_erdos
+from discoverygym.rewards.certify.exact import fraction_text
+from discoverygym.rewards.certify.hadamard import certify_hadamard
+from discoverygym.rewards.certify.result import Certified
+from discoverygym.rewards.certify.sum_difference import certify_sum_difference
+
+__all__ = ["CERTIFIERS", "CLAIM_KEYS", "Certified", "certify", "read_exact_json"]
+
+#: env id -> certifier (construction as parsed JSON -> :class:`Certified`)
+CERTIFIERS: dict[str, Callable[[Any], Certified]] = {
+    "ErdosMinOverlap-v0": certify_erdos,
+    "FirstAutocorrelation-v0": certify_ac1,
+    "SecondAutocorrelation-v0": certify_ac2,
+    "ThirdAutocorrelation-v0": certify_ac3,
+    "CirclePacking-26-v0": partial(certify_circle_packing, n=26),
+    "CirclePacking-32-v0": partial(certify_circle_packing, n=32),
+    "SumDifference-v0": certify_sum_difference,
+    "Hadamard-29-v0": certify_hadamard,
+}
+#: keys a construction file may use for its own claimed value, in the order they are read
+CLAIM_KEYS = ("claimed", "claim", "value", "score")
+#: largest construction file read (bytes): 100,000 pieces of 25-character numbers fit in 3 MB
+MAX_FILE_BYTES = 64 * 2**20
+
+
+def read_exact_json(path: str | Path) -> Any:
+    """A JSON file with every non-integer number as an exact ``Decimal``.
+
+    Raises:
+        ValueError: not a regular file, larger than :data:`MAX_FILE_BYTES`, unreadable, or not JSON
+            (the message names the file).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path} is not a regular file")
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise ValueError(f"{path} is larger than {MAX_FILE_BYTES // 2**20} MiB")
+    try:
+        return json.loads(path.read_text(), parse_float=Decimal)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ValueError(f"{path} is not readable JSON: {exc}") from None
+
+
+def _claim(data: Any) -> tuple[str, Decimal] | None:
+    if not isinstance(data, dict):
+        return None
+    for key in CLAIM_KEYS:
+        value = data.get(key)
+        if isinstance(value, (Decimal, int)) and not isinstance(value, bool):
+            return key, Decimal(value)
+    return None
+
+
+def judge_claim(claim: Decimal, value: Certified, direction: str) -> dict:
+    """Compare a file's claimed value with the certified one (see the module docstring).
+
+    Returns:
+        ``{"claimed", "verdict" ("consistent" | "conservative" | "overstated"), "difference"}``,
+        difference = claimed − certified (leading digits).
+    """
+    truth = value.exact if value.exact is not None else Fraction(value.interval[0])
+    q = Fraction(claim)
+    digits = max(0, -claim.as_tuple().exponent)
+    slack = Fraction(1, 2 * 10**digits) + abs(truth) * Fraction(1, 10**12)
+    diff = q - truth
+    better = diff < 0 if direction == "min" else diff > 0
+    verdict = "consistent" if abs(diff) <= slack else ("overstated" if better else "conservative")
+    return {"claimed": str(claim), "verdict": verdict, "difference": f"{float(diff):.3g}"}
+
+
+def certify(env_id: str, data: Any, source: str = "") -> dict:
+    """Certify a construction for ``env_id`` and return the certificate (JSON-safe dict).
+
+    Args:
+        env_id: a math env with a certifier (:data:`CERTIFIERS`).
+        data: the parsed file: a bare construction or an object with ``construction`` (and maybe a claim).
+        source: where the construction came from (the file name), recorded in the certificate.
+
+    Returns:
+        ``{"env_id", "source", "valid", "error", "value", "value_exact", "interval", "formula",
+        "method", "convention", "facts", "claim", "record", "beats_record", "inputs", "certified_by"}``;
+        for an invalid construction ``valid`` is False, ``error`` names the broken rule and the
+        value fields are None.
+
+    Raises:
+        KeyError: no certifier for ``env_id``.
+        ValueError: an object without ``construction``.
+    """
+    certifier = CERTIFIERS[env_id]
+    if isinstance(data, dict):
+        if "construction" not in data:
+            raise ValueError("a JSON object without a 'construction' key")
+        construction = data["construction"]
+    else:
+        construction = data
+    entry = RECORDS[env_id]
+    record = {"value": entry.record.value, "source": f"{entry.record.source} {entry.record.date}",
+              "public_construction_certified": entry.record.certified or None,
+              "convention": entry.record.convention}
+    out: dict = {"env_id": env_id, "source": source, "valid": False, "error": None, "value": None,
+                 "value_exact": None, "interval": None, "record": record, "beats_record": None,
+                 "claim": None, "certified_by": _version()}
+    claim = _claim(data)
+    try:
+        cert = certifier(construction)
+    except InvalidSolution as exc:
+        out["error"] = str(exc)
+        if claim is not None:
+            out["claim"] = {"key": claim[0], "claimed": str(claim[1]), "verdict": "invalid construction"}
+        return out
+    bounds = [Fraction(Decimal(repr(entry.record.value)))] + (
+        [Fraction(Decimal(entry.record.certified))] if entry.record.certified else [])
+    bound = min(bounds) if entry.direction == "min" else max(bounds)  # beat the printed and the true value
+    out.update({
+        "valid": True, "value": cert.text(20),
+        "value_exact": None if cert.exact is None else f"{cert.exact.numerator}/{cert.exact.denominator}",
+        "interval": [str(cert.interval[0]), str(cert.interval[1])],
+        "formula": cert.formula, "method": cert.method, "convention": cert.convention, "facts": cert.facts,
+        "beats_record": cert.below(bound) if entry.direction == "min" else cert.above(bound),
+    })
+    if claim is not None:
+        out["claim"] = {"key": claim[0], **judge_claim(claim[1], cert, entry.direction)}
+    out["inputs"] = cert.inputs
+    return out
+
+
+def _version() -> str:
+    """``discoverygym <version> (commit <sha>)`` when run from a git checkout."""
+    from discoverygym import __version__
+
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,
+                             cwd=Path(__file__).parent, check=False).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        sha = ""
+    return f"discoverygym {__version__}" + (f" (commit {sha})" if sha else "")
+
+
+def value_text(q: Fraction, digits: int = 20) -> str:
+    """``q`` to ``digits`` significant digits (truncated; ``…`` when inexact)."""
+    return fraction_text(q, digits)
