@@ -215,6 +215,7 @@ class Trainer:
         self.last_rollout_s: list[float] = []
         #: ``time.perf_counter()`` at which operator jobs stop (inside :meth:`run` under a budget)
         self._ops_deadline: float | None = None
+        self._archive_saved = -math.inf  # time.monotonic() of the last archive.json written mid-run
         if resume:
             self._load_checkpoint()
         elif self.run_dir is not None:
@@ -260,6 +261,7 @@ class Trainer:
         errors: dict[str, int] = {}
         keys = [(g, k) for g, group in enumerate(samples) for k in range(len(group))]
         children = self._judge(starts, samples, keys)
+        self._states_log(children)
         outcomes = self._outcome_log()
         for (g, k), child in zip(keys, children):
             sample = samples[g][k]
@@ -327,6 +329,15 @@ class Trainer:
             "errors": errors,
         }
         return metrics
+
+    def _states_log(self, children: list[State]) -> None:
+        """Append the step's judged children to ``states.jsonl`` (id, parents, score, reward, valid,
+        step; no construction): the report draws states the archive later evicted with their scores."""
+        if self.run_dir is None:
+            return
+        with open(self.run_dir / STATES_FILE, "a") as fh:
+            fh.writelines(json.dumps({"id": c.id, "parents": list(c.parent_ids), "score": c.score, "reward": c.reward,
+                                     "valid": c.valid, "unscored": c.unscored, "step": self.step_index + 1}) + "\n" for c in children)
 
     def _outcome_log(self) -> Any:
         """The run's :class:`~discoverygym.outcomes.OutcomeLog` (every response in ``samples.jsonl``,
@@ -505,6 +516,9 @@ class Trainer:
         with open(self.run_dir / "metrics.jsonl", "a") as fh:
             fh.write(json.dumps(metrics) + "\n")
         self._write_best()
+        if time.monotonic() - self._archive_saved >= ARCHIVE_EVERY_S:  # a report of a running run shows its states
+            self.reuse.archive.save(self.run_dir / "archive.json")
+            self._archive_saved = time.monotonic()
 
     def _write_best(self) -> None:
         if self.run_dir is None:
@@ -531,6 +545,7 @@ class Trainer:
             # with the stored configuration, dropping whatever the first step had begun to log
             (self.run_dir / "metrics.jsonl").write_text("")
             truncate_jsonl(self.run_dir / "samples.jsonl", 0)
+            truncate_jsonl(self.run_dir / STATES_FILE, 0)
             self._write_best()
             return
         self.step_index, self.best, self.initial, self.history = load_checkpoint(
@@ -538,7 +553,14 @@ class Trainer:
         # drop what a killed run logged after its checkpoint (the resumed run logs those steps again)
         (self.run_dir / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in self.history))
         truncate_jsonl(self.run_dir / "samples.jsonl", self.step_index)
+        truncate_jsonl(self.run_dir / STATES_FILE, self.step_index)
 
+
+#: least seconds between two archive.json writes while a run goes on (it is written at the end too)
+ARCHIVE_EVERY_S = 10.0
+
+#: every judged child of a run, one JSON line each (``Trainer._states_log``; read by the report)
+STATES_FILE = "states.jsonl"
 
 #: xor-ed into rollout ids drawn from the trainer's generator (``default_rng(seed)``, the same stream as the
 #: env's own generator, which draws the initial state's id), so that the two never coincide systematically

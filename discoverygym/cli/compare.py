@@ -176,7 +176,7 @@ def study(args: argparse.Namespace, console: Console, names: list[str], override
             r = _run_summary(name, seed, result, run_dir)
             runs.append(r)
             if not args.json:
-                late = f", {r['elapsed_s'] - budget:.1f} s past the budget" if budget and r["elapsed_s"] > budget else ""
+                late = f", {r['elapsed_s'] - budget:.2f} s past the budget" if budget and r["elapsed_s"] > budget else ""
                 progress.console.print(f"{name} seed {seed}: best {_fmt(r['best_score'])} "
                                        f"({r['evaluations']} evaluations, {r['elapsed_s']:.1f} s wall{late}"
                                        f"{', already finished' if status == 'done' else ', resumed' if status == 'resumed' else ''})",

@@ -4,8 +4,10 @@ One reader per run kind (:func:`discoverygym.io.run_kind`):
 
 * ``search`` — ``archive.jsonl`` (``init`` and ``eval`` records, in evaluation order; a torn last
   line of a live run is ignored), TensorBoard's ``trajectory/<i>/best_reward`` for wall time;
-* ``train`` — ``archive.json`` (the reuse archive's kept states and its lineage), ``metrics.jsonl``
-  (``score/best`` per step), ``best.json``;
+* ``train`` — ``archive.json`` (the reuse archive's kept states and its lineage; written every
+  10 s while the run goes on, so a running run shows its states so far), ``states.jsonl`` (every
+  judged child's score: states the archive evicted are drawn with their score, not as invalid),
+  ``metrics.jsonl`` (``score/best`` per step), ``best.json``;
 * ``post-train`` — every search / held-out evaluation sub-run under ``rounds/<round>/`` (each read
   as a search run, ids prefixed by ``<round>/<part>/<env>:``) and ``rounds.jsonl``.
 
@@ -325,10 +327,10 @@ def _collect_train(run_dir: Path, data: RunData) -> None:
                 nodes.append(n)
                 kept.add(n.id)
         lineage = archive.get("lineage") if isinstance(archive.get("lineage"), dict) else {}
-        for sid, parents in lineage.items():  # states the archive dropped: drawn as unscored ghosts
+        judged = {r["id"]: r for r in _read_jsonl(run_dir / "states.jsonl") if isinstance(r.get("id"), str)}
+        for sid, parents in lineage.items():  # states the archive evicted (its cap): their judged score
             if sid not in kept:
-                nodes.append(Node(id=sid, parents=list(parents or []), score=None, reward=None, valid=False,
-                                  error="not kept in the archive (pruned)"))
+                nodes.append(_evicted(sid, list(parents or []), judged.get(sid)))
     data.nodes.extend(nodes)
     metrics = _read_jsonl(run_dir / "metrics.jsonl")
     cfg = data.config
@@ -354,6 +356,22 @@ def _collect_train(run_dir: Path, data: RunData) -> None:
         data.summary["initial score"] = best.get("initial_score")
     data.summary["steps"] = len(metrics)
     data.summary["evaluations"] = len(metrics) * per_step
+
+
+#: the note on a state the archive evicted (shown in the node's panel)
+EVICTED = "evicted from the archive (its cap dropped this state later; the construction was not kept)"
+
+
+def _evicted(sid: str, parents: list[str], judged: dict | None) -> Node:
+    """A node for a state the train run's archive evicted: drawn with its judged score and validity
+    from ``states.jsonl`` (written by the trainer), so a valid evicted state is not shown as invalid;
+    without that record (runs before it existed) its score is unknown (``None``) and it is drawn as
+    unscored, with the same note."""
+    if judged is None:
+        return Node(id=sid, parents=parents, score=None, reward=None, valid=False, error=EVICTED + "; score not recorded")
+    step = judged.get("step")
+    return Node(id=sid, parents=parents, score=_finite(judged.get("score")), reward=_finite(judged.get("reward")),
+                valid=bool(judged.get("valid")), step=step if isinstance(step, int) else None, tail=EVICTED)
 
 
 # ----------------------------------------------------------------------------- post-train

@@ -23,10 +23,12 @@ def test_study_prints_budget_start_spread_test_and_verdict(tmp_path, capsys, mon
     monkeypatch.chdir(tmp_path)
     assert main(["compare", *TINY]) == 0
     out = capsys.readouterr().out
-    for word in ("evals/run", "wall s/run", "start", "best: mean ± sd", "best of seeds", "p vs full", "verdict:",
-                 "Mann–Whitney"):
+    for word in ("evals/run", "wall s (max)", "late", "start", "best: mean ± sd", "best of seeds",
+                 "p two-sided vs full", "verdict:", "Mann–Whitney"):
         assert word in out, word
     assert "2 vs 2 seeds cannot reach p < 0.05" in out  # the verdict says why 2 seeds prove nothing
+    assert "significance needs at least 4 seeds per config" in out  # 2 / C(8, 4) = 0.029 < 0.05 <= 2 / C(6, 3)
+    assert "naive-rl: TWO things" in out  # the verdict says that naive-rl changes two settings
     (root,) = (tmp_path / "runs").iterdir()
     assert root.name.startswith("compare-CirclePacking-26-v0-")
     rows = list(csv.DictReader((root / "results.csv").read_text().splitlines()))
@@ -75,6 +77,70 @@ def test_rank_test_is_one_sided_in_the_problem_direction():
     assert rank_test(hi, lo, "max") < 0.05 < rank_test(lo, hi, "max")
     assert rank_test(lo, hi, "min") < 0.05 < rank_test(hi, lo, "min")
     assert rank_test([], lo, "max") is None
+    # the exact two-sided p of complete separation of 4 vs 4 is 2 / C(8, 4); each one-sided p is half of it
+    assert rank_test(hi, lo, "max", "two-sided") == pytest.approx(2 / 70)
+    assert rank_test(hi, lo, "max", "better") == pytest.approx(1 / 70)
+    assert rank_test(hi, lo, "max", "worse") == pytest.approx(1.0)
+
+
+def test_verdict_words_follow_the_two_sided_test():
+    """Issue 41 (2): a config that is behind with the one-sided 'first better' p large was called
+    'behind ... not significantly' from that one-sided p; the words now follow the two-sided test."""
+    from discoverygym.cli.compare import _rows, _verdicts, seeds_for_significance
+
+    def runs(name, scores):
+        return [{"config": name, "best_score": b, "start_score": 1.0, "evaluations": 1, "wall_s": 1.0} for b in scores]
+
+    # minimised: full is clearly worse than expected-reward over 4 vs 4 seeds
+    rows = _rows(["full", "expected-reward"], runs("full", [5, 6, 7, 8]) + runs("expected-reward", [1, 2, 3, 4]), "min")
+    (line,) = _verdicts(rows, "min")
+    assert "full is beaten by expected-reward, significantly" in line and "two-sided p = 0.0286" in line
+    assert "expected-reward: objective only" in line  # what the config changes
+    # 3 vs 3 seeds can never be significant two-sided (2 / C(6, 3) = 0.1): say how many are needed
+    rows = _rows(["full", "no-reuse"], runs("full", [1, 2, 3]) + runs("no-reuse", [4, 5, 6]), "min")
+    (line,) = _verdicts(rows, "min")
+    assert line.startswith("verdict: no significant difference between full and no-reuse")
+    assert "full is ahead of no-reuse on the mean" in line and "at least 4 seeds per config" in line
+    assert seeds_for_significance(0.05) == 4 and seeds_for_significance(0.01) == 5  # 2/252 < 0.01 <= 2/70
+
+
+def test_off_a_terminal_the_study_table_is_plain_markdown_without_wrapped_numbers(tmp_path, capsys, monkeypatch):
+    """Issue 41 (5): piped, the rich table wrapped numbers at 80 columns ("0.506257 / 55 ±")."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert main(["compare", *TINY, "--seeds", "1", "--steps", "1", "--run-dir", str(tmp_path / "s")]) == 0
+    out = capsys.readouterr().out
+    table = [line for line in out.splitlines() if line.startswith("| ")]
+    assert table[0].startswith("| config | changes vs full |") and len(table) == 3  # header + 2 configs
+    summary = json.loads((tmp_path / "s" / "summary.json").read_text())
+    for row, line in zip(summary["rows"], table[1:]):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[0] == row["config"] and cells[6] == f"{row['mean']:.8g} ± {row['sd']:.2g}"
+
+
+def test_configs_take_one_setting_overrides_and_help_defines_each(tmp_path, capsys):
+    """Issue 41 (3): ``--configs`` takes ``objective=expected-reward``; ``compare --help`` says what each changes."""
+    from discoverygym.agents.config import ABLATIONS, ablation_config, config_overrides
+    from discoverygym.cli.train import _CONFIG_DOCS
+
+    assert config_overrides("objective=expected-reward") == ABLATIONS["expected-reward"]
+    assert config_overrides("naive-rl+reuse=puct") == {"objective": "mean-baseline", "reuse": "puct"}
+    assert ablation_config("train=false+reuse=none").train is False
+    with pytest.raises(ValueError, match="unknown objective 'nope'"):
+        config_overrides("objective=nope")
+    assert set(_CONFIG_DOCS) == set(ABLATIONS)  # the help names every built-in config
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for phrase in ("expected-reward: objective only", "no-reuse: reuse only", "no-training: training only",
+                   "naive-rl: TWO things", "objective=NAME", "--plugin FILE"):
+        assert phrase in text, phrase
+    argv = ["compare", *TINY[:2], "objective=expected-reward", *TINY[3:], "--seeds", "1", "--run-dir",
+            str(tmp_path / "s"), "--json"]
+    assert main(argv) == 0
+    got = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert got["rows"][0]["config"] == "objective=expected-reward" and got["rows"][0]["changes"] == "objective"
+    stored = json.loads((tmp_path / "s" / "objective=expected-reward-seed0" / "config.json").read_text())
+    assert stored["objective"] == "mean-baseline" and stored["reuse"] == "puct"
 
 
 def test_default_study_dir_never_reuses_a_directory(tmp_path):
