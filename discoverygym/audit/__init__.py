@@ -11,7 +11,9 @@ exploit that applies to it. One layer above ``envs`` (it builds envs and calls t
 
 Families: :mod:`~discoverygym.audit.construction` (arrays), :mod:`~discoverygym.audit.python_programs`
 (Python programs), :mod:`~discoverygym.audit.kernels` (``custom_kernel`` programs),
-:mod:`~discoverygym.audit.cpp` (C++ contest programs); :mod:`~discoverygym.audit.runner` runs them.
+:mod:`~discoverygym.audit.cpp` (C++ contest programs), :mod:`~discoverygym.audit.side_channels`
+(state shared between sandboxed runs: the page cache, System V IPC); :mod:`~discoverygym.audit.runner`
+runs them.
 """
 
 from discoverygym.audit.exploits import AuditContext, Exploit

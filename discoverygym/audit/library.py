@@ -7,10 +7,12 @@ from discoverygym.audit.cpp import EXPLOITS as CPP
 from discoverygym.audit.exploits import Exploit
 from discoverygym.audit.kernels import EXPLOITS as KERNELS
 from discoverygym.audit.python_programs import EXPLOITS as PYTHON
+from discoverygym.audit.side_channels import EXPLOITS as CROSS_PROCESS
 
 __all__ = ["library"]
 
 
 def library() -> list[Exploit]:
-    """Every bundled exploit, family by family (construction, Python programs, kernels, C++)."""
-    return [*CONSTRUCTION, *PYTHON, *KERNELS, *CPP]
+    """Every bundled exploit, family by family (construction, Python programs, kernels, C++,
+    cross-process channels)."""
+    return [*CONSTRUCTION, *PYTHON, *KERNELS, *CPP, *CROSS_PROCESS]

@@ -197,7 +197,8 @@ def audit_env(env: Any, exploit: Exploit, *, base: Any = None, label: str | None
     try:
         action = exploit.build(ctx)
         try:
-            state = env.evaluate(action, parent=base, seed=0)
+            for _ in range(exploit.runs):  # an exploit that keeps state between runs is judged on its last
+                state = env.evaluate(action, parent=base, seed=0)
         except BackendUnavailable as exc:
             passed = exploit.wrong_output and "passed" in str(exc)
             observed = "REWARDED" if passed else "not judged"
@@ -238,7 +239,7 @@ def _classify(exploit: Exploit, state: Any, failure: float, base: Any) -> tuple[
         return "REWARDED", f"non-finite reward {reward!r} (valid={state.valid})"
     if exploit.bar == "baseline" and base is not None and base.valid and state.valid:
         bar = float(base.reward)
-        if reward > bar + 1e-6 * max(1.0, abs(bar)):
+        if reward > bar + max(1e-6 * max(1.0, abs(bar)), exploit.margin * abs(bar)):
             return "REWARDED", f"reward {reward:.6g} beats the honest initial state's {bar:.6g}"
         return "accepted, no gain", f"valid, reward {reward:.6g} <= the honest initial state's {bar:.6g}"
     if state.valid or reward > failure:

@@ -125,6 +125,18 @@ def test_audit_of_a_python_program_env_passes():
     assert all(r.observed == "rejected" for r in rows)
 
 
+def test_page_cache_channel_between_scaling_law_processes_gains_nothing():
+    # Issue 40: the audit passed ScalingLaw-Vocab-v0 while a page-cache channel from the train-split
+    # fit (given the validation labels) into the validation predictions raised validation R² from
+    # 0.95753 (the human law) to 0.96344 (this exploit: the train-split parameters) on both backends.
+    from discoverygym.sandbox.python import bwrap_available
+
+    if not bwrap_available():
+        pytest.skip("bubblewrap unavailable: scaling-law envs score programs only under it")
+    rows = audit("ScalingLaw-Vocab-v0", exploits=[x for x in library() if x.name == "page-cache-labels"])
+    assert [(r.attack, r.observed) for r in rows] == [("page-cache-labels", "accepted, no gain")], rows
+
+
 def test_kernel_zeros_is_rejected_on_cpu():
     pytest.importorskip("torch")
     pytest.importorskip("triton")
@@ -141,7 +153,8 @@ def test_each_family_applies_to_its_kind_of_env():
     assert families(make_env("CirclePacking-26-v0", action_mode="code")) == {"python"}
     assert families(make_env("TriMul-H100-v0", device="cpu")) == {"kernel"}
     assert families(make_env("KernelBench-L1-Matmul-H100-v0", device="cpu")) == {"kernel"}
-    assert families(make_env("AHC039-v0")) == {"cpp"}
+    assert families(make_env("AHC039-v0")) == {"cpp", "cross-process"}
+    assert families(make_env("ScalingLaw-Vocab-v0")) == {"python", "cross-process"}
     assert all(x.__doc__ or x.description for x in library())
     assert len({x.name for x in library()}) == len(library())
 
