@@ -20,7 +20,9 @@ appending resumes; a corrupt line anywhere else is an error.
 Resume: :meth:`RunLog.claim` decides whether a directory may start (or continue) a run, and
 :class:`Replay` reads ``archive.jsonl`` back: the runner recomputes every step and checks each
 recomputed decision against the logged one (:meth:`Replay.batch`, :meth:`Replay.logged`), so
-logged batches are not generated again and logged candidates are not evaluated again.
+logged batches are not generated again and logged candidates are not evaluated again. The log is
+not trusted: every valid logged construction is scored again by the problem's verifier before the
+run continues (:meth:`Replay.verify`); a mismatch is an error naming the file and line.
 """
 
 from __future__ import annotations
@@ -191,6 +193,15 @@ class RunLog:
             ValueError: a complete line that is not UTF-8, not valid JSON, not an object, or
                 refused by ``check``; the message names the file and line (the file was corrupted).
         """
+        return [record for _, record in self.numbered_records(repair, check)]
+
+    def numbered_records(self, repair: bool = False,
+                         check: Callable[[dict], str | None] | None = None) -> list[tuple[int, dict]]:
+        """:meth:`read_records` with each record's line number (1-based), for messages naming ``file:line``.
+
+        Raises:
+            ValueError: as :meth:`read_records`.
+        """
         if not self.log_path.exists():
             return []
         data = self.log_path.read_bytes()
@@ -207,7 +218,7 @@ class RunLog:
             why = "not a JSON object" if not isinstance(record, dict) else (check(record) if check else None)
             if why:
                 raise ValueError(f"{self.log_path}:{lineno} is corrupt ({why}); the run cannot be resumed")
-            records.append(record)
+            records.append((lineno, record))
         if repair and end < len(data):
             with open(self.log_path, "r+b") as fh:
                 fh.truncate(end)
@@ -298,31 +309,107 @@ class Replay:
         False
     """
 
-    def __init__(self, records: Iterable[dict] = ()) -> None:
+    def __init__(self, records: Iterable[dict] = (), lines: Iterable[int] | None = None) -> None:
         self.initial: State | None = None
         self.active = False
         self._batches: dict = {}  # (traj, step) -> logged batch record
         self._evals: dict = {}  # (traj, step, k) -> logged evaluated State
         self._decisions: dict = {kind: {} for kind in _DECISIONS}  # kind -> key -> logged record
+        self._states: list[tuple[int | None, State]] = []  # (line, state) of every init / eval, in log order
+        numbers = iter(lines) if lines is not None else None
         for r in records:
+            line = next(numbers) if numbers is not None else None
             kind = r.get("kind")
             if kind == "init":
                 self.initial = State.from_dict(r["state"])
+                self._states.append((line, self.initial))
             elif kind == "batch":
                 self._batches[(r["traj"], r["step"])] = r
             elif kind == "eval":
-                self._evals[(r["traj"], r["step"], r["k"])] = State.from_dict(r["state"])
+                state = self._evals[(r["traj"], r["step"], r["k"])] = State.from_dict(r["state"])
+                self._states.append((line, state))
             elif kind in _DECISIONS:
                 self._decisions[kind][_key(r)] = r
 
     @classmethod
-    def read(cls, log: RunLog) -> Replay:
-        """The replay of ``log``'s records (a torn last line is truncated away first).
+    def read(cls, log: RunLog, problem: Any = "config") -> Replay:
+        """The replay of ``log``'s records (a torn last line is truncated away first), re-verified.
+
+        Every valid logged state (the initial one and each evaluated candidate: everything that can
+        enter an archive or become the best) is judged again by the problem's verifier before the
+        run continues, so a forged or altered ``eval`` record cannot become the resumed run's best
+        (issue 40: one forged record, score 2.9 with 26 identical circles of radius 0.5, did).
+        See :meth:`verify` for what is judged again and how.
+
+        Args:
+            log: the run directory's log.
+            problem: the problem to verify with; ``"config"`` (default) builds it from the run's
+                ``config.json`` (``env_id``, ``action_mode``, ``env_kwargs``); ``None`` skips the
+                check (records that only a caller's own, unregistered problem can judge).
 
         Raises:
-            ValueError: a corrupt record (the message names the file and line).
+            ValueError: a corrupt record, or a logged state its verifier judges otherwise (each
+                message names the file and line).
         """
-        return cls(log.read_records(repair=True, check=record_problem))
+        numbered = log.numbered_records(repair=True, check=record_problem)
+        replay = cls([r for _, r in numbered], [n for n, _ in numbered])
+        if isinstance(problem, str):  # "config"
+            problem = _problem_of_config(log)
+        if problem is not None:
+            replay.verify(problem, log.log_path)
+        return replay
+
+    def verify(self, problem: Any, source: str | os.PathLike = "archive.jsonl") -> int:
+        """Judge every valid logged state again with ``problem``; returns how many were judged.
+
+        A state carrying a construction (``solution``: construction problems, in construction
+        and in code mode) is scored again by ``problem.verifier``; its validity, score (relative
+        tolerance 1e-9) and reward (``problem.reward(score)``) must match the log. Invalid states
+        are left as logged (the failure reward: they never become best), as are unscored ones.
+        A program task's state (a program without a construction) is not run again here (that
+        would repeat the run's evaluations); its logged reward must still be ``problem.reward``
+        of its logged score.
+
+        Raises:
+            ValueError: a mismatch: ``"<file>:<line>: ..."`` with the logged and the recomputed values.
+        """
+        import math
+
+        from discoverygym.errors import InvalidSolution
+
+        def close(a: float | None, b: float | None) -> bool:
+            if a is None or b is None:
+                return a is b
+            return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+        judged = 0
+        for line, state in self._states:
+            if not state.valid or state.metadata.get("unscored"):
+                continue
+            where = f"{source}:{line}" if line is not None else str(source)
+            what = f"logged state {state.id!r} (valid, score {state.score!r}, reward {state.reward!r})"
+            if state.score is None or not math.isfinite(state.score):
+                raise ValueError(f"{where}: {what} has no finite score; the log was altered and cannot be resumed")
+            try:
+                expected_reward = problem.reward(state.score)
+            except (ArithmeticError, ValueError):
+                expected_reward = None
+            if not close(state.reward, expected_reward):
+                raise ValueError(f"{where}: {what}: the reward of that score is {expected_reward!r}; the log was "
+                                 "altered and cannot be resumed")
+            verifier = getattr(problem, "verifier", None)
+            if state.solution is None or verifier is None:
+                continue
+            try:
+                score = float(verifier(state.solution).value)
+            except InvalidSolution as exc:
+                raise ValueError(f"{where}: {what}, but the verifier rejects its construction ({exc}); the log "
+                                 "was altered and cannot be resumed") from None
+            if not close(state.score, score):
+                raise ValueError(f"{where}: {what}, but the verifier scores its construction {score!r}; the log "
+                                 "was altered and cannot be resumed")
+            judged += 1
+        return judged
 
     @property
     def evaluations(self) -> int:
@@ -367,6 +454,23 @@ class Replay:
                 f"replay mismatch at {where}: logged {what} {old[name]!r}, recomputed {record[name]!r}"
             )
         return True
+
+
+def _problem_of_config(log: RunLog) -> Any:
+    """The problem a run's ``config.json`` names (``problem_of(env_id, action_mode, **env_kwargs)``),
+    or ``None`` with a warning when it names none this process knows (a caller's own problem)."""
+    config = log.read_config()
+    if config is None:  # not a run directory the runner wrote (a bare log): nothing names a problem
+        return None
+    from discoverygym.envs.registry import problem_of
+
+    try:
+        return problem_of(config["env_id"], config.get("action_mode") or "construction",
+                          **(config.get("env_kwargs") or {}))
+    except (KeyError, TypeError, ValueError) as exc:
+        warnings.warn(f"{log.dir}: the logged states are not re-verified on resume: config.json names no "
+                      f"problem this process can build ({type(exc).__name__}: {exc})", stacklevel=3)
+        return None
 
 
 def _key(record: dict) -> Any:
