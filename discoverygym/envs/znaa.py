@@ -93,7 +93,7 @@ class ZonedNeutralAtomTask(ProgramTask):
 
     name = "znaa"
     title = "Zoned neutral-atom compilation: the placer (TES znaa)"
-    quantity = "ln(n)-weighted mean of 1/2[ln(T_base/T) + ln(F_base/F)] over the circuits (0 = the ZAC-style baseline)"
+    quantity = "ln(n)-weighted mean of (ln(T_base/T) + ln(F_base/F))/2 over the circuits (0 = the ZAC-style baseline)"
     direction = "max"
     language = "python"
     example = "znaa_placer.py"
