@@ -8,7 +8,9 @@ and ``cma-es`` (the ``cma`` package; ``pip install 'discoverygym[bench]'``). The
 :mod:`discoverygym.agents.bench` (shared with ``discoverygym compare``).
 
 Writes ``OUT/runs/*.json`` (one per run; an existing one is skipped: resumable), ``OUT/table.md``,
-``OUT/summary.json`` and ``OUT/plot.html``, and prints the table.
+``OUT/summary.json`` and ``OUT/plot.html``, and prints the table. The trainer configs keep the
+budget (operators stop at the run's deadline with their best so far); a run that still overran it
+by more than 25% or improved after it is warned about as it finishes and counted in the ``late`` column.
 
     python benchmarks/discovery.py --out runs/discovery                      # the full measurement (~10 h)
     python benchmarks/discovery.py --envs CirclePacking-26-v0 --configs full,reference \\

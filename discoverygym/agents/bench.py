@@ -42,6 +42,7 @@ __all__ = [
     "REFERENCES",
     "TIE_RTOL",
     "best_within",
+    "late_warnings",
     "rank_test",
     "run_benchmark",
     "run_one",
@@ -340,6 +341,22 @@ def run_one(env_id: str, config: str, seed: int, budget_s: float | None, *, trai
     return result
 
 
+def late_warnings(result: dict) -> list[str]:
+    """Warning lines for a :func:`run_one` result that overran its budget by more than 25% or
+    improved after it (what the tables do not count); ``[]`` for a run that kept its budget."""
+    budget = result.get("budget_s")
+    if budget is None:
+        return []
+    out, name = [], f"{result['env_id']} {result['config']} seed {result['seed']}"
+    elapsed = float(result.get("elapsed_s", 0.0))
+    if elapsed > 1.25 * budget:
+        out.append(f"warning: {name} ran {elapsed:.1f} s against its {budget:g} s budget")
+    if best_within(result) != float(result["best"]):
+        out.append(f"warning: {name} improved after the budget ({best_within(result):.10g} at the budget, "
+                   f"{float(result['best']):.10g} in the end; not counted)")
+    return out
+
+
 def time_to_target(trace: Sequence[Sequence[float]], record: float, direction: str, share: float = 0.999) -> float | None:
     """Seconds until the trace first reached ``share`` of the record (``score ≥ share·record`` when
     maximised, ``score ≤ record/share`` when minimised), or ``None`` if it never did."""
@@ -493,6 +510,8 @@ def run_benchmark(envs: Sequence[str], configs: Sequence[str], seeds: Sequence[i
                     result = run_one(env_id, config, seed, budget_s)
                     atomic_write_json(path, result)
                 log(f"{env_id} {config} seed {seed}: {best_within(result):.10g} at {budget_s:g} s")
+                for line in late_warnings(result):
+                    log(line)
                 results.append(result)
     return write_report(results, out, budget_s)
 

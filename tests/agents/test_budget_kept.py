@@ -58,3 +58,13 @@ def test_compare_warns_about_overruns_and_late_improvements():
     assert "1 of 2 runs overran the 20 s budget by more than 25% (full seed 0: 26.0 s)" in over
     assert "1 of 2 runs improved after the budget" in late and "0.381 in the end" in late
     assert _warnings(runs, None) == []
+
+
+def test_the_benchmark_warns_about_a_run_that_overran_or_improved_late():
+    from discoverygym.agents.bench import late_warnings
+
+    run = {"env_id": "ErdosMinOverlap-v0", "config": "full", "seed": 0, "budget_s": 30.0, "elapsed_s": 92.9,
+           "best": 0.3813, "trace": [[0.0, 0.506], [92.0, 0.3813]]}  # issue 41's report: one step, 92.9 s
+    over, late = late_warnings(run)
+    assert "ran 92.9 s against its 30 s budget" in over and "0.506 at the budget, 0.3813 in the end" in late
+    assert late_warnings({**run, "elapsed_s": 29.0, "trace": [[0.0, 0.506], [28.0, 0.3813]]}) == []
