@@ -148,6 +148,31 @@ def test_wrong_and_crashing_kernels_fail_with_a_message(name):
     assert info["error"].startswith(f"correctness: case {first.name}") and words in info["error"], info["error"]
 
 
+def test_first_release_cumsum_case_draws_normal_inputs_as_that_release_did():
+    # KernelBench's first release of level1/89_cumsum.py used torch.randn (issue 40's outside check)
+    first = [c for c in specs.CUMSUM_BENCHMARKS if (c.rows, c.length) == (128, 4000)]
+    assert [c.distribution for c in first] == ["normal"]
+
+
+def test_tolerance_option_tes_default_and_current_kernelbench():
+    assert specs.KERNELBENCH_TOLERANCES == {"tes": (1e-2, 1e-2), "kernelbench": (1e-4, 1e-4)}
+    assert make_kernelbench("cumsum").tolerance == (1e-2, 1e-2)
+    assert "<= 0.0001 + 0.0001*|ref|" in make_kernelbench("cumsum", tolerance="kernelbench").contract
+    with pytest.raises(ValueError, match="tolerance must be one of"):
+        make_kernelbench("cumsum", tolerance="loose")
+    off = "import torch\n\n\ndef custom_kernel(data):\n    return torch.cumsum(data, dim=1) * (1 + 1e-3)\n"
+
+    def judged(**kw):  # correctness only: without the CPU proxy a correct kernel stops before timing
+        env = gym.make("KernelBench-L1-Cumsum-H100-v0", device="cpu", n_cases=1, **kw).unwrapped
+        env.task.cpu_proxy = False
+        return env.evaluate(off, seed=0)
+
+    loose = judged()
+    assert loose.unscored and "passed" in loose.metadata["unscored_reason"]  # 1e-3 is within TES's 1e-2
+    strict = judged(tolerance="kernelbench")
+    assert not strict.valid and "> 0.0001 + 0.0001·|ref|" in strict.error, strict.error
+
+
 def test_timeout_kills_the_candidate():
     reward, info = _step("KernelBench-L1-Cumsum-H200-v0", "def custom_kernel(data):\n    while True:\n        pass\n",
                          n_cases=1, check_timeout_s=4.0)
