@@ -202,7 +202,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         from mqt.core import load
-        from mqt.qmap.na.zoned import RoutingAgnosticCompiler, RoutingAwareCompiler, ZonedNeutralAtomArchitecture
+        from mqt.qmap.na.zoned import (
+            RoutingAgnosticCompiler,
+            RoutingAwareCompiler,
+            ZonedNeutralAtomArchitecture,
+        )
     except ImportError:
         print("mqt.qmap is not installed: pip install -e '.[znaa]'", file=sys.stderr)
         return 2

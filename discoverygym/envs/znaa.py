@@ -28,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import sys
@@ -46,7 +47,7 @@ from discoverygym.types import State
 __all__ = ["BASELINE_FILE", "DATA_DIR", "ZonedNeutralAtomTask", "improvement_histogram", "make_znaa",
            "suite_names", "write_baseline"]
 
-#: the packaged suite (circuits/*.qasm, baseline.json, PROVENANCE, make_suite.py).
+#: the packaged suite (circuits/*.qasm, baseline.json, PROVENANCE; benchmarks/znaa_make_suite.py writes the circuits).
 DATA_DIR = Path(str(resources.files("discoverygym") / "data" / "znaa"))
 BASELINE_FILE = DATA_DIR / "baseline.json"
 #: the command that regenerates :data:`BASELINE_FILE`.
@@ -77,7 +78,7 @@ def improvement_histogram(scores: list[float]) -> dict[str, int]:
     1.6 times better.
     """
     edges = HISTOGRAM_EDGES
-    labels = [f"< {edges[0]:g}"] + [f"[{a:g}, {b:g})" for a, b in zip(edges, edges[1:])] + [f">= {edges[-1]:g}"]
+    labels = [f"< {edges[0]:g}"] + [f"[{a:g}, {b:g})" for a, b in itertools.pairwise(edges)] + [f">= {edges[-1]:g}"]
     counts = dict.fromkeys(labels, 0)
     for s in scores:
         k = sum(s >= e for e in edges)
@@ -228,8 +229,8 @@ class ZonedNeutralAtomTask(ProgramTask):
 
     def report(self, state: State) -> list[tuple[str, str]]:
         """CLI rows: one per circuit (T, F, score) and the improvement histogram."""
-        out = [(r["circuit"], f"n={r['qubits']} T={r['time_us']:.1f} µs (base {r['base_time_us']:.1f}) "
-                f"F={r['fidelity_term']:.4f} (base {r['base_fidelity_term']:.4f}) score {r['score']:+.4f}")
+        out = [(r["circuit"], (f"n={r['qubits']} T={r['time_us']:.1f} µs (base {r['base_time_us']:.1f}) "
+                f"F={r['fidelity_term']:.4f} (base {r['base_fidelity_term']:.4f}) score {r['score']:+.4f}"))
                for r in state.metadata.get("circuits") or []]
         hist = state.metadata.get("improvement_histogram")
         if hist:

@@ -30,6 +30,7 @@ fidelity term ``F = -ln(f1^N1 f2^N2 ftr^Ntr prod_q exp(-(tS_q / 1e8 + tE_q / 1.5
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -271,7 +272,7 @@ class Replay:
 
 
 def _lines_ok(values: tuple[float, ...], machine: Machine) -> bool:
-    return all(b - a >= machine.aod_min_spacing for a, b in zip(values, values[1:]))
+    return all(b - a >= machine.aod_min_spacing for a, b in itertools.pairwise(values))
 
 
 def replay(program: Program, machine: Machine = MACHINE) -> Replay:

@@ -2,7 +2,7 @@
 
 Run from the repository root (needs ``qiskit``, the ``[quantum]`` extra)::
 
-    python discoverygym/data/znaa/make_suite.py
+    python benchmarks/znaa_make_suite.py
 
 Each circuit is built here (the textbook construction named in PROVENANCE), transpiled by Qiskit to
 the machine's gate set ``u`` + ``cz`` (``optimization_level=1``, ``seed_transpiler=0``) and written
@@ -18,7 +18,7 @@ import numpy as np
 from qiskit import QuantumCircuit, QuantumRegister, qasm2, transpile
 from qiskit.circuit.library import CDKMRippleCarryAdder, PhaseGate, QFTGate, efficient_su2, phase_estimation
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1] / "discoverygym" / "data" / "znaa"
 
 
 def _qc(n: int) -> QuantumCircuit:
