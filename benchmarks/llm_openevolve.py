@@ -1,0 +1,242 @@
+"""The peer on the same model: OpenEvolve vs ``discoverygym search`` and ``train``, SmolLM2 for all three.
+
+One env, one model (the embedded SmolLM2-135M-Instruct, ``hf:smollm2``), an equal number of samples
+(LLM responses) for each system, one torch thread per process:
+
+* **OpenEvolve 0.4.1** (``openevolve-run``) on the files of ``discoverygym export ENV --to
+  openevolve`` (its programs judged by discoverygym's sandbox and verifier), talking to the model
+  through ``transformers serve`` (transformers' own OpenAI-compatible server, on 127.0.0.1; needs
+  ``fastapi`` and ``uvicorn``, in the ``bench`` extra). ``--samples`` iterations, one LLM call each,
+  full rewrites (``--full-rewrite``; the same edit format as discoverygym's ``full``), the same
+  ``max_tokens`` and temperature as the others; its evolution trace (failures included) counts the
+  outcomes;
+* **discoverygym search** (RPUCG, TES's selector) with ``-C 1 -L samples/K -K K``;
+* **discoverygym train** (TTT-Discover) with ``--steps samples/G --groups 1 --group-size G``.
+
+The table: samples, valid programs (share), best verified score, wall time. A response
+without a program is a sample with no valid program for every system (OpenEvolve records it as a
+failed iteration). Writes ``benchmarks/results/llm-openevolve.md`` (+ ``.json``).
+
+    python benchmarks/llm_openevolve.py --env SumDifference-v0 --samples 24
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def _env() -> dict[str, str]:
+    """One BLAS/torch thread per process, a dummy API key for the local server."""
+    env = dict(os.environ)
+    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               TOKENIZERS_PARALLELISM="false", OPENAI_API_KEY=env.get("OPENAI_API_KEY", "local"))
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _timed(cmd: list[str], log: Path, cwd: Path | None = None) -> tuple[float, str]:
+    """Run ``cmd``; (wall seconds, stdout). Raises RuntimeError (naming the log) when it fails."""
+    t0 = time.perf_counter()
+    with open(log, "w") as err:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=err, env=_env(), cwd=cwd)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, cmd))} exited {proc.returncode}; see {log}")
+    return time.perf_counter() - t0, proc.stdout.decode("utf-8", "replace")
+
+
+class Server:
+    """``transformers serve MODEL_DIR`` on 127.0.0.1 (a context manager; stopped with SIGTERM on exit)."""
+
+    def __init__(self, model_dir: Path, log: Path) -> None:
+        self.model_dir, self.log, self.port = model_dir, log, _free_port()
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __enter__(self) -> Server:
+        exe = shutil.which("transformers") or str(Path(sys.executable).with_name("transformers"))
+        self.proc = subprocess.Popen([exe, "serve", str(self.model_dir), "--host", "127.0.0.1",
+                                      "--port", str(self.port)], stdout=open(self.log, "w"),
+                                     stderr=subprocess.STDOUT, env=_env(), start_new_session=True)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"transformers serve exited {self.proc.returncode}; see {self.log}")
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2)
+                return self
+            except OSError:
+                time.sleep(1)
+        raise RuntimeError(f"transformers serve did not answer in 300 s; see {self.log}")
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+def run_openevolve(args: argparse.Namespace, model_dir: Path, out: Path) -> dict[str, Any]:
+    """Export the env, serve the model, run OpenEvolve for ``--samples`` iterations; its row."""
+    import yaml
+
+    work = out / "openevolve"
+    if (work / "row.json").exists():
+        return json.loads((work / "row.json").read_text())
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    with Server(model_dir, work / "server.log") as server:
+        subprocess.run([sys.executable, "-m", "discoverygym", "export", args.env, str(work), "--to", "openevolve",
+                        "--api-base", server.api_base, "--model", str(model_dir), "--iterations", str(args.samples),
+                        "--full-rewrite", "--timeout", "120"], check=True, env=_env())
+        config = yaml.safe_load((work / "config.yaml").read_text())
+        config["llm"].update(max_tokens=args.max_new_tokens, temperature=args.temperature, timeout=1800)
+        config["random_seed"] = args.seed
+        config["evolution_trace"] = {"enabled": True, "format": "jsonl", "include_failures": True,
+                                     "include_code": True, "output_path": str(work / "trace.jsonl")}
+        (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+        exe = shutil.which("openevolve-run") or str(Path(sys.executable).with_name("openevolve-run"))
+        suffix = ".cpp" if (work / "initial_program.cpp").exists() else ".py"
+        wall, _ = _timed([exe, str(work / f"initial_program{suffix}"), str(work / "evaluator.py"), "--config",
+                          str(work / "config.yaml"), "--output", str(work / "output"),
+                          "--iterations", str(args.samples)], work / "openevolve.log")
+    ok = [json.loads(x) for x in _lines(work / "trace.jsonl")]
+    failed = [json.loads(x) for x in _lines(work / "trace_failures.jsonl")]
+    scores = [t["child_metrics"].get("score") for t in ok if t.get("child_metrics", {}).get("valid") == 1.0]
+    row = {"system": "OpenEvolve 0.4.1 (transformers serve)", "samples": len(ok) + len(failed),
+           "programs judged": len(ok), "valid": len(scores), "scores": scores, "wall_s": wall,
+           "failures": _count(f.get("failure_reason") or f.get("error") or "failed" for f in failed)}
+    (work / "row.json").write_text(json.dumps(row, indent=1))
+    return row
+
+
+def _lines(path: Path) -> list[str]:
+    return [x for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+
+
+def _count(items: Any) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for item in items:
+        key = str(item)[:60]
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def run_discoverygym(kind: str, args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    """``discoverygym search`` (RPUCG) or ``train`` (TTT-Discover) at ``--samples`` samples; its row."""
+    run_dir = out / kind
+    if (out / f"{kind}.row.json").exists():
+        return json.loads((out / f"{kind}.row.json").read_text())
+    shutil.rmtree(run_dir, ignore_errors=True)
+    k = args.group_size
+    common = ["--policy", "hf:smollm2", "--seed", str(args.seed), "--run-dir", str(run_dir)]
+    if kind == "search":
+        cmd = [sys.executable, "-m", "discoverygym", "search", args.env, "-C", "1", "-L", str(args.samples // k),
+               "-K", str(k), "--policy-kwargs", json.dumps({"max_new_tokens": args.max_new_tokens,
+                                                             "temperature": args.temperature}), *common]
+        name = "discoverygym search (RPUCG)"
+    else:
+        cmd = [sys.executable, "-m", "discoverygym", "train", args.env, "--steps", str(args.samples // k),
+               "--groups", "1", "--group-size", str(k), "--max-new-tokens", str(args.max_new_tokens),
+               "--temperature", str(args.temperature), *common]
+        name = "discoverygym train (TTT-Discover)"
+    wall, _ = _timed(cmd, out / f"{kind}.log")
+    samples = [json.loads(x) for x in _lines(run_dir / "samples.jsonl")]
+    scores = [s["score"] for s in samples if s.get("outcome") == "valid" and s.get("score") is not None]
+    row = {"system": name, "samples": len(samples), "programs judged": sum(1 for s in samples if s.get("outcome")
+                                                                           not in ("no_code", "truncated")),
+           "valid": len(scores), "scores": scores, "wall_s": wall,
+           "failures": _count(s.get("outcome") for s in samples if s.get("outcome") != "valid")}
+    (out / f"{kind}.row.json").write_text(json.dumps(row, indent=1))
+    return row
+
+
+def table(rows: list[dict[str, Any]], higher: bool) -> str:
+    """The markdown table of the rows."""
+    lines = ["| system | samples | programs judged | valid | valid % | best score | wall s | failures |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        finite = [s for s in r["scores"] if isinstance(s, (int, float)) and math.isfinite(s)]
+        best = (max(finite) if higher else min(finite)) if finite else None
+        pct = 100 * r["valid"] / r["samples"] if r["samples"] else 0.0
+        fails = ", ".join(f"{k}: {v}" for k, v in sorted(r["failures"].items(), key=lambda kv: -kv[1]))
+        lines.append(f"| {r['system']} | {r['samples']} | {r['programs judged']} | {r['valid']} | {pct:.0f} "
+                     f"| {'-' if best is None else f'{best:.6g}'} | {r['wall_s']:.0f} | {fails or '-'} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the three systems (each skipped when its row exists: resumable) and write the table."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--env", default="SumDifference-v0")
+    p.add_argument("--samples", type=int, default=24, help="LLM responses per system (default 24)")
+    p.add_argument("--group-size", type=int, default=4, help="K of search / G of train (default 4)")
+    p.add_argument("--max-new-tokens", type=int, default=256)
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--systems", default="openevolve,search,train")
+    p.add_argument("--out", default="runs/llm-openevolve")
+    p.add_argument("--no-write", action="store_true")
+    args = p.parse_args(argv)
+    import gymnasium as gym
+
+    import discoverygym  # noqa: F401
+    from discoverygym.agents.policies.embedded import EMBEDDED, convert
+    from discoverygym.types import Direction
+
+    higher = Direction(gym.make(args.env).unwrapped.problem.direction) is Direction.MAX
+    out = Path(args.out) / args.env
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for system in args.systems.split(","):
+        t0 = time.perf_counter()
+        print(f"{system}: {args.samples} samples on {args.env} ...", flush=True)
+        if system == "openevolve":
+            rows.append(run_openevolve(args, convert(EMBEDDED["smollm2"]), out))
+        else:
+            rows.append(run_discoverygym(system, args, out))
+        print(f"  done in {time.perf_counter() - t0:.0f} s", flush=True)
+    md = table(rows, higher)
+    print(md)
+    if args.no_write:
+        return 0
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    settings = {k: getattr(args, k) for k in ("env", "samples", "group_size", "max_new_tokens", "temperature", "seed")}
+    (RESULTS / "llm-openevolve.md").write_text("\n".join([
+        "# OpenEvolve vs discoverygym on the same real model (SmolLM2-135M-Instruct)", "",
+        "Written by `benchmarks/llm_openevolve.py`: equal LLM samples per system, one torch thread per process, "
+        "the same token budget and temperature; OpenEvolve reaches the model through `transformers serve` on "
+        "127.0.0.1, discoverygym loads it in-process (`hf:smollm2`). Every program is judged by discoverygym's "
+        "sandbox and verifier.", "",
+        f"Settings: {json.dumps(settings)}; commit `{commit}`; {platform.machine()}, {os.cpu_count()} cores "
+        f"(shared with other jobs: wall times are upper bounds); {time.strftime('%Y-%m-%d')}.", "", md, ""]))
+    (RESULTS / "llm-openevolve.json").write_text(json.dumps({"settings": settings, "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
