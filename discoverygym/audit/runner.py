@@ -37,6 +37,8 @@ from typing import Any
 
 from discoverygym.audit.exploits import LEAK_MARK, AuditContext, Exploit, hidden_paths_of
 from discoverygym.audit.library import library
+from discoverygym.audit.logs import EXPLOITS as LOG_EXPLOITS
+from discoverygym.audit.logs import PROBES as LOG_PROBES
 from discoverygym.audit.znaa import EXPLOITS as ZNAA_EXPLOITS
 from discoverygym.envs.registry import make_env
 from discoverygym.errors import BackendUnavailable
@@ -48,10 +50,12 @@ __all__ = ["FAILING", "QUICK_OPTIONS", "AuditRow", "audit", "audit_env", "failed
 FAILING = frozenset({"REWARDED", "ESCAPED", "LEAKED", "error"})
 
 #: options tried on program envs built from an id, each kept when the env accepts it: CPU kernels
-#: with short stage limits, few AtCoder cases, a small bundled denoising subset with a short limit.
+#: with short stage limits, few AtCoder cases, a small bundled denoising subset with a short limit,
+#: 4 LASSO problems timed once.
 QUICK_OPTIONS: dict[str, Any] = {
     "device": "cpu", "n_cases": 2, "check_timeout_s": 60.0, "time_timeout_s": 60.0,
     "dataset": "pbmc68k-reduced", "n_cells": 60, "n_genes": 80, "timeout_s": 15.0, "workers": 2,
+    "n_problems": 4, "time_runs": 1,
 }
 
 #: sandbox of the code-mode env the audit adds for a construction env id (seconds, MiB).
@@ -155,7 +159,7 @@ def audit(
             raise ValueError("env options go with an env id, not with a built env")
         unwrapped = getattr(env, "unwrapped", env)
         envs = [(str(getattr(unwrapped.problem, "name", type(unwrapped.problem).__name__)), unwrapped)]
-    chosen = list([*library(), *ZNAA_EXPLOITS] if exploits is None else exploits)
+    chosen = list([*library(), *ZNAA_EXPLOITS, *LOG_EXPLOITS] if exploits is None else exploits)
     plan = [(label, e, x) for label, e in envs for x in chosen if x.applies_to(e)]
     rows: list[AuditRow] = []
     bases: dict[int, Any] = {}
@@ -165,6 +169,12 @@ def audit(
         rows.append(audit_env(e, exploit, base=bases[id(e)], label=label))
         if progress is not None:
             progress(f"{label}: {exploit.name}", done, len(plan))
+    for label, e in envs if exploits is None else ():  # attacks on the run's log and report (audit.logs)
+        for probe in (p for p in LOG_PROBES if p.applies_to(e)):
+            start, base = time.perf_counter(), bases.get(id(e)) or _base_state(e)
+            observed, detail = probe.run(e, base)
+            rows.append(AuditRow(label, probe.name, probe.family, probe.description, probe.expected, observed,
+                                 None, _short(detail, 160), time.perf_counter() - start))
     return rows
 
 

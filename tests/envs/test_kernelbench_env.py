@@ -173,6 +173,17 @@ def test_tolerance_option_tes_default_and_current_kernelbench():
     assert not strict.valid and "> 0.0001 + 0.0001·|ref|" in strict.error, strict.error
 
 
+def test_cpu_proxy_scores_the_judges_clock_not_the_reported_mean(monkeypatch):
+    # issue 40: the proxy scored the candidate-reported mean while its judge tolerated 100 % + δ of
+    # unexplained time per call, so a forged report could halve the score
+    task = make_kernelbench("cumsum", device="cpu")
+    forged = {"mean_us": 10.0, "std_us": 0.0, "stderr_us": 0.0, "n": 5, "judge_us": 19.0}
+    monkeypatch.setattr(task, "_stage", lambda *a, **k: {"ok": True, "cases": [
+        {**forged, "case": c.name} for c in task.timed_cases()]})
+    metrics = task._measure("", 0, "", {})
+    assert metrics["case_scores"] == [19.0] * len(task.timed_cases()) and metrics["geomean_us"] == pytest.approx(19.0)
+
+
 def test_timeout_kills_the_candidate():
     reward, info = _step("KernelBench-L1-Cumsum-H200-v0", "def custom_kernel(data):\n    while True:\n        pass\n",
                          n_cases=1, check_timeout_s=4.0)
