@@ -219,7 +219,8 @@ def study(args: argparse.Namespace, console: Console, names: list[str], override
                   highlight=False, soft_wrap=True)
     console.print(f"study: {root} ({wall:.1f} s this call; finish a killed one with "
                   f"`discoverygym compare {args.env_id} --configs {','.join(names)} --seeds {args.seeds} "
-                  f"--run-dir {root} --resume`)", highlight=False, soft_wrap=True)
+                  + "".join(f"--plugin {p} " for p in getattr(args, "plugin", None) or [])
+                  + f"--run-dir {root} --resume`)", highlight=False, soft_wrap=True)
     return 0
 
 
