@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["MAX_INPUT_BYTES", "RUN_KINDS", "atomic_write_json", "atomic_write_text", "available_cpus",
-           "check_input_file", "file_in_the_way", "json_lines", "limit_native_threads", "run_kind"]
+           "check_input_file", "file_in_the_way", "json_lines", "limit_native_threads", "run_kind", "script_json"]
 
 #: largest candidate file (program or construction) the CLI reads: 64 MiB. The largest bundled
 #: construction is a few MB; a 1.6 M-point autocorrelation step function as JSON is about 30 MB.
@@ -45,6 +45,28 @@ def check_input_file(path: str | os.PathLike, max_bytes: int = MAX_INPUT_BYTES) 
         raise ValueError(f"{path} is {info.st_size} bytes, more than the {max_bytes}-byte limit on input files")
     return info.st_size
 
+
+
+#: characters that must not appear literally inside a ``<script>`` block's data: ``<`` (``</script``,
+#: ``<!--`` and ``<script`` change the HTML tokenizer's script-data state), ``>`` and ``&`` (for
+#: good measure, as Django's ``json_script`` does) and U+2028/U+2029 (line terminators in old JS).
+_SCRIPT_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026",
+                   0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def script_json(obj: Any) -> str:
+    """``obj`` as JSON that is safe to embed in ``<script type="application/json">`` (the report's data).
+
+    ``<``, ``>``, ``&``, U+2028 and U+2029 are written as JSON ``\\uXXXX`` escapes, so no candidate
+    text (an error, a program, a stdout tail) can end the block or put the HTML tokenizer into the
+    "script data escaped" state: ``<!--<script`` in a program swallowed the page's own script
+    (issue 40, #5) when only ``</`` was escaped (WHATWG HTML §13.2.5.4 ff., script data states).
+    ``JSON.parse`` of the block gives back ``obj`` exactly.
+
+    Raises:
+        ValueError: a non-finite float in ``obj`` (``allow_nan=False``).
+    """
+    return json.dumps(obj, separators=(",", ":"), allow_nan=False).translate(_SCRIPT_ESCAPES)
 
 
 def json_lines(text: str) -> list[dict]:

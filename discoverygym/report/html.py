@@ -24,9 +24,10 @@ import json
 import math
 from typing import Any
 
+from discoverygym.io import script_json
 from discoverygym.report.collect import DIFF_BUDGET, Node, RunData, unified_diff
 
-__all__ = ["layout", "picture_png", "render_html", "script_json"]
+__all__ = ["layout", "picture_png", "render_html"]
 
 
 def layout(nodes: list[Node]) -> tuple[list[float], list[float], list[int]]:
@@ -155,28 +156,6 @@ def _flatten(obj: Any, prefix: str = "", depth: int = 0) -> list[list[Any]]:
             rows += _flatten(v, f"{prefix}.{k}" if prefix else str(k), depth + 1)
         return rows
     return [[prefix or "value", obj if isinstance(obj, (int, float, str, type(None))) else json.dumps(obj)]]
-
-
-#: characters that must not appear literally inside a ``<script>`` block's data: ``<`` (``</script``,
-#: ``<!--`` and ``<script`` change the HTML tokenizer's script-data state), ``>`` and ``&`` (for
-#: good measure, as Django's ``json_script`` does) and U+2028/U+2029 (line terminators in old JS).
-_SCRIPT_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026",
-                   0x2028: "\\u2028", 0x2029: "\\u2029"}
-
-
-def script_json(obj: Any) -> str:
-    """``obj`` as JSON that is safe to embed in ``<script type="application/json">``.
-
-    ``<``, ``>``, ``&``, U+2028 and U+2029 are written as JSON ``\\uXXXX`` escapes, so no candidate
-    text (an error, a program, a stdout tail) can end the block or put the HTML tokenizer into the
-    "script data escaped" state: ``<!--<script`` in a program swallowed the page's own script
-    (issue 40, #5) when only ``</`` was escaped (WHATWG HTML §13.2.5.4 ff., script data states).
-    ``JSON.parse`` of the block gives back ``obj`` exactly.
-
-    Raises:
-        ValueError: a non-finite float in ``obj`` (``allow_nan=False``).
-    """
-    return json.dumps(obj, separators=(",", ":"), allow_nan=False).translate(_SCRIPT_ESCAPES)
 
 
 def render_html(data: RunData, plotly_js: str, picture_b64: str | None = None, refresh_s: float | None = None) -> str:
