@@ -64,3 +64,23 @@ def test_step_reserve_is_bounded_by_shares_of_the_budget():
     assert step_reserve(0.0, 20.0) == pytest.approx(1.0)  # 5% floor
     assert step_reserve(2.0, 20.0) == pytest.approx(2.0)
     assert step_reserve(30.0, 20.0) == pytest.approx(5.0)  # 25% cap
+
+
+def test_the_polish_stops_at_the_deadline_in_chunks():
+    from discoverygym.envs.operators import steps as steps_mod
+
+    calls = []
+
+    def polisher(h, steps, **_):
+        calls.append(steps)
+        return h
+
+    with deadline_at(time.time() + 1000):
+        steps_mod._finish(np.ones(8), polisher, None, steps=40)
+    assert calls == [steps_mod.POLISH_CHUNK] * (40 // steps_mod.POLISH_CHUNK)  # the same 40 iterations, in chunks
+    calls.clear()
+    with deadline_at(time.time() - 1):
+        steps_mod._finish(np.ones(8), polisher, None, steps=40)
+    assert calls == []  # past the deadline: unpolished (before issue 41 one 40-step call ran past it)
+    steps_mod._finish(np.ones(8), polisher, None, steps=40)
+    assert calls == [40]  # no deadline: one call, as before
