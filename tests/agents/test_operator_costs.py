@@ -38,7 +38,7 @@ def test_operator_costs_by_hand():
 def test_a_step_reports_where_its_time_went(monkeypatch):
     """A real step on CirclePacking-26-v0 with one operator made slow (0.2 s a call): its share of
     the step's rollout seconds is at least its calls' sleep, every declared operator is reported,
-    and operators no rollout used report 0."""
+    and operators no rollout used report 0. Nothing compares two measured times (load-independent)."""
     monkeypatch.setattr(circles, "MAXITER", 3)
     monkeypatch.setattr(circles, "HOP_MAX_MOVES", 4)
     calls: dict[str, int] = {}
@@ -59,8 +59,9 @@ def test_a_step_reports_where_its_time_went(monkeypatch):
     shares = {n: metrics[f"ops/time_share/{n}"] for n in names}
     assert sum(shares.values()) == pytest.approx(1.0, abs=1e-9)
     assert calls.get("swap_slsqp", 0) >= 1, "seed 0 draws no swap: pick another seed"
+    # its seconds hold at least its sleeps, whatever the load (issue 40: asserting that it had the largest
+    # share failed on a loaded machine, where the other operators' CPU time stretched)
     assert shares["swap_slsqp"] >= 0.2 * calls["swap_slsqp"] / metrics["perf/rollout_s"]
-    assert shares["swap_slsqp"] == max(shares.values())
     for n in names:
         if n not in calls:
             assert shares[n] == 0.0 and metrics[f"ops/improved/{n}"] == 0

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -49,9 +48,7 @@ def _judge(task, source, **env_kw):
 
 def test_factory_is_cheap_and_checks_options(cache):
     before = load_split.cache_info().misses
-    start = time.perf_counter()
-    task = make_denoising("pbmc68k-reduced", cache_dir=cache + "/never-made")
-    assert time.perf_counter() - start < 1.0
+    task = make_denoising("pbmc68k-reduced", cache_dir=cache + "/never-made")  # cheap: loads and writes nothing
     assert load_split.cache_info().misses == before and not os.path.exists(cache + "/never-made")
     assert "denoise(X_train" in task.prompt() and "numpy" in task.prompt()
     with pytest.raises(ValueError, match="unknown denoising dataset"):

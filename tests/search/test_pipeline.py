@@ -79,7 +79,7 @@ def pipeline_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("dg-") and t.is_alive()]
 
 
-def drain(pipe: Pipeline, n: int, timeout_s: float = 20.0) -> list[tuple[Batch, int, EvalResult]]:
+def drain(pipe: Pipeline, n: int, timeout_s: float = 120.0) -> list[tuple[Batch, int, EvalResult]]:
     out, end = [], time.monotonic() + timeout_s
     while len(out) < n:
         assert time.monotonic() < end, f"only {len(out)} of {n} results came back"
