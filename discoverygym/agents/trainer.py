@@ -136,8 +136,9 @@ class Trainer:
 
     Args:
         config: hyper-parameters (:class:`TrainConfig`; see :data:`ABLATIONS`).
-        run_dir: run directory (``config.json``, ``metrics.jsonl``, ``samples.jsonl``, ``best.json``,
-            ``archive.json``, TensorBoard events, ``checkpoints/``); ``None`` = nothing written.
+        run_dir: run directory (``config.json``, ``metrics.jsonl``, ``samples.jsonl``, ``states.jsonl``,
+            ``best.json``, ``archive.json`` (also every 10 s while running), TensorBoard events,
+            ``checkpoints/``); ``None`` = nothing written.
         initial: a construction to start from (``--init``; re-verified), else the env's seeded
             initial state.
         objective: a custom advantage function (the objective seam: any
