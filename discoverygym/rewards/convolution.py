@@ -32,6 +32,10 @@ _U = 2.0**-53
 _ETA = _U + 4 * _U / (1 - 4 * _U) * (math.sqrt(2) + _U)
 #: below this many pieces direct summation is as fast as the FFT and is used instead.
 DIRECT_BELOW = 2048
+#: window length from which the guard's dot products avoid BLAS (OpenBLAS threads a dot above 10,000).
+BLAS_BELOW = 10_000
+#: at most this many candidates are recomputed one slice at a time (no padded copy of the operand)
+_FEW = 16
 #: candidates recomputed per batch in the guard (memory: batch * n float64).
 _BATCH = 256
 #: most pieces a convolution-based verifier accepts. The published records use at most 50,000;
@@ -59,12 +63,18 @@ def _fft_convolve(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
     fb = fa if b is a else np.fft.rfft(b, size)
     c = np.fft.irfft(fa * fb, size)[:m]
     e = math.log2(size) * _ETA
-    scale = max(
-        float(np.linalg.norm(a)) * float(np.max(np.abs(fb))),
-        float(np.max(np.abs(fa))) * float(np.linalg.norm(b)),
-    )
-    bound = 2.0 * ((2 * e + _U) * scale + e * float(np.linalg.norm(c)))
+    peak_a = float(np.max(np.abs(fa)))
+    peak_b = peak_a if b is a else float(np.max(np.abs(fb)))
+    norm_a = _norm(a)
+    scale = max(norm_a * peak_b, peak_a * (norm_a if b is a else _norm(b)))
+    bound = 2.0 * ((2 * e + _U) * scale + e * _norm(c))
     return c, bound
+
+
+def _norm(x: np.ndarray) -> float:
+    """Euclidean norm by a plain numpy reduction: ``np.linalg.norm`` calls BLAS ``dot``, whose threads
+    cost milliseconds per call on a loaded machine (measured: up to 28 ms for 65,536 entries)."""
+    return math.sqrt(float(np.einsum("i,i->", x, x)))  # einsum's own loop: no BLAS, no temporary
 
 
 def convolve(a: np.ndarray, b: np.ndarray, method: str = "auto") -> tuple[np.ndarray, float]:
@@ -99,7 +109,13 @@ def _direct_entries(a: np.ndarray, b: np.ndarray, ks: np.ndarray) -> np.ndarray:
     Returns:
         float64 array of the same length as ``ks``.
     """
-    na = len(a)
+    na, nb = len(a), len(b)
+    if na >= BLAS_BELOW and len(ks) <= _FEW:  # a few long dots: slices, no padded copy of b, no BLAS
+        out = np.empty(len(ks))
+        for j, k in enumerate(ks.tolist()):
+            lo, hi = max(0, k - nb + 1), min(k, na - 1)
+            out[j] = np.einsum("i,i->", a[lo : hi + 1], b[k - hi : k - lo + 1][::-1])
+        return out
     # (a * b)[k] = sum_i a[i] b[k - i] = sum_t bp[k + t] a[na - 1 - t] with bp = b zero-padded by
     # na - 1 on both sides, i.e. the length-na window of bp starting at k dotted with reversed a.
     padding = np.zeros(na - 1)
@@ -107,7 +123,11 @@ def _direct_entries(a: np.ndarray, b: np.ndarray, ks: np.ndarray) -> np.ndarray:
     a_rev = np.ascontiguousarray(a[::-1])
     out = np.empty(len(ks))
     for lo in range(0, len(ks), _BATCH):
-        out[lo : lo + _BATCH] = windows[ks[lo : lo + _BATCH]] @ a_rev
+        rows = windows[ks[lo : lo + _BATCH]]
+        # BLAS (np.convolve's own dot) below BLAS_BELOW; above, OpenBLAS splits a dot over threads
+        # (its value then depends on the thread count, and under load each call can cost tens of ms):
+        # einsum's single-threaded loop instead, the same products summed in another order.
+        out[lo : lo + _BATCH] = rows @ a_rev if na < BLAS_BELOW else np.einsum("ij,j->i", rows, a_rev)
     return out
 
 

@@ -149,6 +149,9 @@ def certify(env_id: str, data: Any, source: str = "") -> dict:
         "formula": cert.formula, "method": cert.method, "convention": cert.convention, "facts": cert.facts,
         "beats_record": cert.below(bound) if entry.direction == "min" else cert.above(bound),
     })
+    strict = cert.facts.get("strict_lower_bound")
+    if strict is not None:  # a packing that needs the 1e-12 tolerance beats a record only strictly
+        out["beats_record"] = Fraction(Decimal(strict.rstrip("…"))) > bound
     if claim is not None:
         out["claim"] = {"key": claim[0], **judge_claim(claim[1], cert, entry.direction)}
     out["inputs"] = cert.inputs
