@@ -9,6 +9,10 @@ trusted), and writes ``{"env_id", "value", "construction", "command", "commit", 
 "record": {...}}``. The file is an ``--init`` file (it has a ``construction`` key) and
 ``discoverygym evaluate ENV FILE`` scores it. Exits 1 when the construction is invalid or its
 verified score differs from the run's by more than 1e-12.
+
+It then certifies the stored file in exact arithmetic (``discoverygym certify``) and writes the
+certificate to ``certificates/NAME.cert.json`` beside it, saying whether it beats the best known value of
+``discoverygym.records``; ``record`` in the file is that table's entry, not the run's copy.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ import gymnasium as gym
 
 import discoverygym  # noqa: F401  (registers the envs)
 from discoverygym.io import atomic_write_json, json_lines
+from discoverygym.records import RECORDS
+from discoverygym.rewards.certify import certify, read_exact_json
 
 
 def main() -> int:
@@ -46,12 +52,19 @@ def main() -> int:
         "env_id": best["env_id"], "value": state.score, "construction": best["construction"],
         "command": args.command, "commit": commit,
         "run": {"start_value": best.get("initial_score"), "steps": len(metrics),
-                "wall_s": round(sum(m.get("perf/step_time_s", 0.0) for m in metrics), 1),
+                "wall_s": round(sum(m.get("perf/step_time_s", 0.0) for m in metrics)
+                                or max((m.get("wall_s", 0.0) for m in metrics), default=0.0), 1),
                 "operator": (best.get("state") or {}).get("metadata", {}).get("operator"),
                 "config": config},
-        "record": best.get("sota"),
+        "record": {"value": RECORDS[best["env_id"]].record.value, "source": RECORDS[best["env_id"]].record.source,
+                   "date": RECORDS[best["env_id"]].record.date},
     })
-    print(f"stored {args.out}: {best['env_id']} {state.score!r} (record {best.get('sota', {}).get('value')})")
+    cert = certify(best["env_id"], read_exact_json(args.out), source=str(args.out))
+    cert_path = args.out.parent / "certificates" / f"{args.out.stem}.cert.json"
+    atomic_write_json(cert_path, cert)
+    print(f"stored {args.out}: {best['env_id']} {state.score!r}; certified {cert['value']} "
+          f"({'beats' if cert['beats_record'] else 'does not beat'} the best known "
+          f"{RECORDS[best['env_id']].record.value}); certificate {cert_path}")
     return 0
 
 
