@@ -280,7 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
         "to time a kernel). Examples: discoverygym evaluate CirclePacking-26-v0 my_program.py --json | "
         "discoverygym evaluate AHC039-v0 solution.cpp --cases inputs/ | "
         "discoverygym search CirclePacking-26-v0 --policy mutation --selector rpucg -C 4 -L 20 -K 4 --run-dir runs/cp26 | "
-        "discoverygym audit CirclePacking-26-v0 (known exploits; exit 1 if any is rewarded)",
+        "discoverygym audit CirclePacking-26-v0 (known exploits; exit 1 if any is rewarded) | "
+        "discoverygym certify ErdosMinOverlap-v0 FILE.json (the value proved in exact arithmetic) | "
+        "discoverygym records (best known values, source and date; ours, certified)",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     p_list = sub.add_parser("list", help="list environments: quantity, direction, published record, source")
