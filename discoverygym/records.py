@@ -76,7 +76,8 @@ class Entry:
 _C5 = "C5 = (2/n) max_k (h ⋆ (1 − h))_k, h rescaled to Σh = n/2, values in [0, 1]"
 _C1 = "C1 = 2n max_k (f * f)_k / (Σf)², f ≥ 0"
 _C2 = ("C2 = L2² / (L1 L∞) of c = f * f; L2² of the piecewise-linear interpolant on M + 2 equispaced "
-       "points (exact h/3 rule), L1 = Σ|c|/(M+1); another quadrature (Simpson vs trapezoid) moves C2 by ~4e-4 at 10^5 points")
+       "points (exact h/3 rule), L1 = Σ|c|/(M+1); the quadrature moves C2: TTT-Discover's 50,000-piece "
+       "construction gives 0.959180 with this rule, 0.959368 with the trapezoid rule on c², 0.959372 with Simpson's")
 _C3 = "C3 = 2n max_k |(f * f)_k| / (Σf)², f signed"
 _CP = "Σr; containment and overlap within a 1e-12 tolerance (TTT-Discover/SimpleTES); certify says whether it holds strictly"
 
