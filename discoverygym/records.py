@@ -109,7 +109,7 @@ RECORDS: dict[str, Entry] = {e.env_id: e for e in (
           Record(2.6359830849, "AlphaEvolve v2", "2025", "26 circles", "yes", _CP,
                  ((2.635977, "TTT-Discover 2026-01 (public)"), (2.634, "best human")))),
     Entry("CirclePacking-32-v0", "max",
-          Record(2.9395727712, "AlphaEvolve v2", "2025", "32 circles", "yes (SimpleTES's, same value)", _CP,
+          Record(2.9395727712, "AlphaEvolve v2", "2025", "32 circles", "yes", _CP,
                  ((2.9395727712, "SimpleTES 2026-04 (public; valid only within the 1e-12 tolerance)"),
                   (2.936, "best human")), "2.93957277121014709")),
     Entry("SumDifference-v0", "max",

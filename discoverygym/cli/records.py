@@ -40,16 +40,19 @@ def run(args: argparse.Namespace) -> int:
     console = Console()
     table = Table(title="best known values (others) and discoverygym's certified improvements",
                   box=box.SIMPLE_HEAD)
-    for col in ("env id", "better", "best known", "source, date", "size", "public", "ours (certified)"):
-        table.add_column(col, no_wrap=col == "env id")
+    wide = console.width >= 120  # under 120 columns: no size / public columns (the notes below have them)
+    columns = ("env id", "better", "best known", "source, date") + (("size", "public") if wide else ()) + ("ours",)
+    for col in columns:
+        table.add_column(col, no_wrap=col in ("env id", "best known", "ours"), overflow="fold")
     for e in RECORDS.values():
         r = e.record
         ours = "; ".join(f"[bold]{o.value}[/]" for o in e.ours) or "—"
         table.add_row(e.env_id, "lower" if e.direction == "min" else "higher", str(r.value), f"{r.source} {r.date}",
-                      r.size, r.public, ours)
+                      *((r.size, r.public) if wide else ()), ours)
     console.print(table)
     for e in RECORDS.values():
-        console.print(f"[bold]{e.env_id}[/]: {e.record.convention}")
+        console.print(f"[bold]{e.env_id}[/] ({e.record.size}; construction public: {e.record.public}): "
+                      f"{e.record.convention}")
         if e.record.others:
             console.print("  also: " + "; ".join(f"{v} ({s})" for v, s in e.record.others))
         for o in e.ours:
