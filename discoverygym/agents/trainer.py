@@ -384,6 +384,8 @@ class Trainer:
             sample = samples[g][k]
             pending = sample.pending
             meta = {"step": self.step_index}
+            if env.action_kind == "code":  # a resume runs the best program again with it (agents.checkpoint)
+                meta["program_seed"] = seed
             if sample.operator:
                 meta["operator"] = sample.operator
             action = None if pending is not None else sample.action
@@ -550,7 +552,7 @@ class Trainer:
             self._write_best()
             return
         self.step_index, self.best, self.initial, self.history = load_checkpoint(
-            found, self.learner, self.sampler, self.reuse, self.rng)
+            found, self.learner, self.sampler, self.reuse, self.rng, fresh_initial=self.initial)
         # drop what a killed run logged after its checkpoint (the resumed run logs those steps again)
         (self.run_dir / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in self.history))
         truncate_jsonl(self.run_dir / "samples.jsonl", self.step_index)
