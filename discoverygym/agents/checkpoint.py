@@ -7,6 +7,13 @@ under a temporary name and moved into place complete (:func:`publish_checkpoint`
 names the newest one, and :func:`latest_checkpoint` falls back to the highest complete step
 directory when that file is missing or torn. What a killed run logged after its last checkpoint
 (``metrics.jsonl``, ``samples.jsonl``) is dropped on resume (:func:`truncate_jsonl`).
+
+A checkpoint is not trusted (issue 40): before the loop continues, every state that can become the
+best or be picked from the archive (the best and initial states of ``trainer.json``, every state
+of ``archive.json``, the open batch and start of ``reuse.json``) is judged again
+(:func:`verify_checkpoint`, with :func:`~discoverygym.search.runlog.verify_states`, the search
+resume's check): constructions by the problem's verifier, the best program of a program task by
+running it once more through the env. A mismatch is an error naming the file and key.
 """
 
 from __future__ import annotations
@@ -14,16 +21,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import warnings
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from discoverygym.io import atomic_write_json
+from discoverygym.search.runlog import Verified, verify_states
 from discoverygym.types import State
 
 __all__ = ["Restored", "has_checkpoint", "latest_checkpoint", "load_checkpoint", "publish_checkpoint",
-           "read_json", "save_checkpoint", "truncate_jsonl"]
+           "read_json", "save_checkpoint", "truncate_jsonl", "verify_checkpoint"]
 
 
 def read_json(path: Path) -> Any:
@@ -156,24 +165,91 @@ def save_checkpoint(run_dir: Path, learner: Any, reuse: Any, *, step: int, rng: 
     publish_checkpoint(root, tmp, name, step)
 
 
-def load_checkpoint(where: Path, learner: Any, sampler: Any, reuse: Any, rng: np.random.Generator) -> Restored:
+def load_checkpoint(where: Path, learner: Any, sampler: Any, reuse: Any, rng: np.random.Generator, *,
+                    fresh_initial: State | None = None) -> Restored:
     """Restore the checkpoint directory ``where`` into the learner (and a separate sampler's adapter),
-    the reuse wrapper and ``rng`` (in place); returns the rest of the loop's state.
+    the reuse wrapper and ``rng`` (in place), after judging its states again (:func:`verify_checkpoint`);
+    returns the rest of the loop's state.
+
+    Args:
+        where: a ``checkpoints/step_NNNNNN`` directory.
+        learner, sampler: the trainer's learner and sampler (the same object for numeric policies).
+        reuse: the trainer's reuse wrapper (:class:`~discoverygym.search.reuse.ReuseWrapper`); its
+            env judges the restored states.
+        rng: the trainer's generator, restored in place.
+        fresh_initial: the initial state this process has just judged (the seeded reset), used
+            instead of running the initial program again.
 
     Raises:
-        ValueError: ``trainer.json`` is unreadable or not a trainer checkpoint (the message names it).
+        ValueError: ``trainer.json`` is unreadable or not a trainer checkpoint, or a restored state
+            its problem judges otherwise (the message names the file and key).
     """
-    learner.load_checkpoint(where / "learner")
-    if sampler is not learner:
-        sampler.load_adapter(where / "learner" / "adapter", name=f"resume-{where.name}")
-    reuse.load(where)
     path = where / "trainer.json"
     data = read_json(path)
     try:
         restored = Restored(int(data["step"]), State.from_dict(data["best"]), State.from_dict(data["initial"]),
                             list(data["history"]))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ValueError(f"{path} is not a trainer checkpoint ({type(exc).__name__}: {exc}); "
+                         "the run cannot be resumed from it") from None
+    reuse.load(where)
+    verify_checkpoint(where, restored, reuse, fresh_initial=fresh_initial)
+    try:
         rng.bit_generator.state = data["rng"]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ValueError(f"{path} is not a trainer checkpoint ({type(exc).__name__}: {exc}); "
                          "the run cannot be resumed from it") from None
+    learner.load_checkpoint(where / "learner")
+    if sampler is not learner:
+        sampler.load_adapter(where / "learner" / "adapter", name=f"resume-{where.name}")
     return restored
+
+
+def verify_checkpoint(where: Path, restored: Restored, reuse: Any, *, fresh_initial: State | None = None) -> Verified:
+    """Judge a checkpoint's states again before a train run resumes from them.
+
+    The states judged, each named by file and key in messages: ``trainer.json`` ``best`` and
+    ``initial``; ``archive.json`` ``states[i]``; ``reuse.json`` ``inspirations[i]``,
+    ``batch_starts[i]``, ``batch_children[i]`` and ``start`` (as :meth:`ReuseWrapper.load` read
+    them into ``reuse``). Constructions are scored by the problem's verifier; the best program
+    state(s) of a program task run once more through ``reuse``'s env with the program seed the
+    rollout logged (``metadata["program_seed"]``; seed 0 for a checkpoint written before it was
+    logged), the initial one compared with ``fresh_initial`` when given
+    (:func:`~discoverygym.search.runlog.verify_states` says what must match and what is skipped).
+
+    Args:
+        where: the checkpoint directory.
+        restored: what ``trainer.json`` holds (:class:`Restored`).
+        reuse: the reuse wrapper, already loaded from ``where``; ``reuse.unwrapped`` is the env.
+        fresh_initial: the initial state this process judged, or ``None``.
+
+    Returns:
+        :class:`~discoverygym.search.runlog.Verified` (what it skipped is also said in a warning).
+
+    Raises:
+        ValueError: ``"<file>: <key>: logged state ..."`` with the logged and recomputed values.
+    """
+    env = getattr(reuse, "unwrapped", None)
+    problem = getattr(env, "problem", None)
+    if problem is None:
+        return Verified(skipped="the reuse wrapper has no env with a problem to judge with")
+    trainer, archive, rule = where / "trainer.json", where / "archive.json", where / "reuse.json"
+    located: list[tuple[str, State]] = [(f"{trainer}: best", restored.best), (f"{trainer}: initial", restored.initial)]
+    located += [(f"{archive}: states[{i}]", s) for i, s in enumerate(getattr(reuse, "archive", ()))]
+    for key in ("inspirations", "_batch_starts", "_batch_children"):
+        located += [(f"{rule}: {key.lstrip('_')}[{i}]", s) for i, s in enumerate(getattr(reuse, key, ()) or ())]
+    if getattr(reuse, "_start", None) is not None:
+        located.append((f"{rule}: start", reuse._start))
+
+    def rerun(state: State) -> State | None:
+        if (fresh_initial is not None and state.id == fresh_initial.id and state.code == fresh_initial.code
+                and "program_seed" not in state.metadata):
+            return fresh_initial
+        seed = state.metadata.get("program_seed", 0)
+        return env.evaluate(state.code, seed=int(seed) if isinstance(seed, int) else 0, id=state.id,
+                            parent_ids=tuple(state.parent_ids))
+
+    checked = verify_states(problem, located, rerun=rerun if hasattr(env, "evaluate") else None)
+    if checked.skipped:
+        warnings.warn(f"{where}: {checked.skipped}", stacklevel=2)
+    return checked

@@ -524,6 +524,19 @@ class EvolutionarySearch:
                       **{k: s.metadata[k] for k in ("unscored", "unscored_reason") if k in s.metadata}},
         )
 
+    def _rerun(self, state: State, seed: int | None) -> State:
+        """``state``'s program judged again through a fresh env (on resume, :meth:`Replay.verify`): with
+        its logged program seed, or, for the logged initial state (``seed`` None), the seeded reset that
+        judged it."""
+        if seed is None and state.id == INITIAL_ID:
+            return self._initial_state()
+        env = self.spec.make()
+        try:
+            return env.unwrapped.evaluate(state.code, seed=0 if seed is None else int(seed), id=state.id,
+                                          parent_ids=tuple(state.parent_ids))
+        finally:
+            env.close()
+
     def run(self) -> SearchResult:
         """Run (or resume) the search to C·L·K evaluations.
 
@@ -548,8 +561,8 @@ class EvolutionarySearch:
 
     def _run(self) -> SearchResult:
         t_run = self.meter.t_start = time.perf_counter()
-        if self.resume:
-            self.replay = Replay.read(self.log)
+        if self.resume:  # the log is re-verified with this run's problem (a caller's own one too)
+            self.replay = Replay.read(self.log, problem=self.problem, rerun=self._rerun)
         self.replay.active = True
         initial = self.replay.initial
         if initial is None:

@@ -22,24 +22,28 @@ Resume: :meth:`RunLog.claim` decides whether a directory may start (or continue)
 recomputed decision against the logged one (:meth:`Replay.batch`, :meth:`Replay.logged`), so
 logged batches are not generated again and logged candidates are not evaluated again. The log is
 not trusted: every valid logged construction is scored again by the problem's verifier before the
-run continues (:meth:`Replay.verify`); a mismatch is an error naming the file and line.
+run continues, and the best logged program of a program task is run again through the env
+(:func:`verify_states`, :meth:`Replay.verify`); a mismatch is an error naming the file and line.
+Train checkpoints are checked the same way (:mod:`discoverygym.agents.checkpoint`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from discoverygym.io import atomic_write_json
 from discoverygym.types import State
 
-__all__ = ["Replay", "RunLog", "ScalarWriter", "record_problem"]
+__all__ = ["CONSTRUCTION_RTOL", "PROGRAM_RTOL", "Replay", "RunLog", "ScalarWriter", "Verified", "record_problem",
+           "verify_states"]
 
 
 class RunLog:
@@ -285,6 +289,126 @@ def record_problem(record: dict) -> str | None:
     return None
 
 
+#: relative tolerance of a logged program's score against the same program run again on resume
+#: (deterministic program tasks; a task may declare its own as ``replay_rtol``): room for the last
+#: bits of floating-point sums in another thread order, far below any gain a forged record claims.
+PROGRAM_RTOL = 1e-6
+
+#: relative tolerance of a logged construction's score against its verifier's (the same arithmetic).
+CONSTRUCTION_RTOL = 1e-9
+
+
+class Verified(NamedTuple):
+    """What :func:`verify_states` judged again.
+
+    Attributes:
+        judged: valid logged constructions scored again by the verifier.
+        rerun: logged programs run again through the env (the best ones).
+        skipped: why the best logged program was not run again (``None`` when it was, or when
+            there is no program state): a task with timed scores, no env to run it, no scorer here.
+    """
+
+    judged: int = 0
+    rerun: int = 0
+    skipped: str | None = None
+
+
+def _close(a: float | None, b: float | None, rtol: float) -> bool:
+    """``a`` and ``b`` equal within ``rtol`` (``None`` only equals ``None``)."""
+    if a is None or b is None:
+        return a is b
+    return a == b or math.isclose(a, b, rel_tol=rtol, abs_tol=1e-12)
+
+
+def verify_states(problem: Any, located: Iterable[tuple[str, State]],
+                  rerun: Callable[[State], State | None] | None = None) -> Verified:
+    """Judge logged states again before a run resumes from them (issue 40: resume trusts no log).
+
+    Every valid, scored state must have a finite score and the reward of that score
+    (``problem.reward(score)``). A state carrying a construction (``solution``: construction
+    problems, in construction and in code mode) is scored again by ``problem.verifier``; its
+    validity and score (relative tolerance :data:`CONSTRUCTION_RTOL`) must match. A program
+    task's state (a program, no construction) can only be judged by running it: the valid
+    program states of the highest reward (those the resumed run's best is taken from) are run
+    again once with ``rerun(state)`` (the env's sandbox) and must reproduce their logged score
+    within ``problem.replay_rtol`` (default :data:`PROGRAM_RTOL`). Tasks whose scores are
+    measurements (``problem.nondeterministic``: kernel and LASSO timings) are not run again, and
+    neither are programs the re-run cannot score here (no GPU): :attr:`Verified.skipped` says why.
+    Invalid and unscored states are left as logged (the failure reward: they never become best).
+
+    Args:
+        problem: the problem (``reward``; ``verifier`` for constructions; ``nondeterministic``
+            and ``replay_rtol`` optional for program tasks).
+        located: ``(where, state)`` pairs; ``where`` names the file and line or key in messages.
+        rerun: judges a logged program state again through the env, returning the new
+            :class:`State` (``None``: cannot be run here); ``None`` skips program re-runs.
+
+    Returns:
+        :class:`Verified`.
+
+    Raises:
+        ValueError: a mismatch, ``"<where>: logged state '<id>' (valid, score s, reward r) ..."``
+            with the recomputed value; the message ends "the log was altered and cannot be resumed".
+    """
+    from discoverygym.errors import InvalidSolution
+
+    judged, programs = 0, []
+    verifier = getattr(problem, "verifier", None)
+    for where, state in located:
+        if not state.valid or state.metadata.get("unscored"):
+            continue
+        what = f"logged state {state.id!r} (valid, score {state.score!r}, reward {state.reward!r})"
+        if state.score is None or not math.isfinite(state.score):
+            raise ValueError(f"{where}: {what} has no finite score; the log was altered and cannot be resumed")
+        try:
+            expected_reward = problem.reward(state.score)
+        except (ArithmeticError, ValueError):
+            expected_reward = None
+        if not _close(state.reward, expected_reward, CONSTRUCTION_RTOL):
+            raise ValueError(f"{where}: {what}: the reward of that score is {expected_reward!r}; the log was "
+                             "altered and cannot be resumed")
+        if state.solution is None or verifier is None:
+            if state.solution is None and isinstance(state.code, str):
+                programs.append((where, what, state))
+            continue
+        try:
+            score = float(verifier(state.solution).value)
+        except InvalidSolution as exc:
+            raise ValueError(f"{where}: {what}, but the verifier rejects its construction ({exc}); the log "
+                             "was altered and cannot be resumed") from None
+        if not _close(state.score, score, CONSTRUCTION_RTOL):
+            raise ValueError(f"{where}: {what}, but the verifier scores its construction {score!r}; the log "
+                             "was altered and cannot be resumed")
+        judged += 1
+    if not programs:
+        return Verified(judged)
+    name = getattr(problem, "name", type(problem).__name__)
+    if getattr(problem, "nondeterministic", False):
+        return Verified(judged, 0, f"{name} scores are timings that vary between runs, so the best logged "
+                                   "program cannot reproduce its score; its score is taken from the log")
+    if rerun is None:
+        return Verified(judged, 0, "no env was given to run the best logged program again")
+    top = max(state.reward for _, _, state in programs)
+    rtol = float(getattr(problem, "replay_rtol", PROGRAM_RTOL))
+    done, runs = 0, {}  # one run per program: a best state is often logged in several places
+    for where, what, state in programs:
+        if state.reward != top:
+            continue
+        key = (state.id, state.code)
+        fresh = runs[key] if key in runs else runs.setdefault(key, rerun(state))
+        if fresh is None or fresh.metadata.get("unscored"):
+            why = fresh.metadata.get("unscored_reason") if fresh is not None else None
+            return Verified(judged, done, f"the best logged program cannot be scored here ({why or 'no env'})")
+        if not fresh.valid:
+            raise ValueError(f"{where}: {what}, but its program fails when run again ({fresh.error}); the log "
+                             "was altered and cannot be resumed")
+        if not _close(state.score, fresh.score, rtol):
+            raise ValueError(f"{where}: {what}, but its program scores {fresh.score!r} when run again (relative "
+                             f"tolerance {rtol:g}); the log was altered and cannot be resumed")
+        done += 1
+    return Verified(judged, len(runs))
+
+
 class Replay:
     """What a run logged, read back from ``archive.jsonl`` to resume it (empty for a new run).
 
@@ -315,24 +439,30 @@ class Replay:
         self._batches: dict = {}  # (traj, step) -> logged batch record
         self._evals: dict = {}  # (traj, step, k) -> logged evaluated State
         self._decisions: dict = {kind: {} for kind in _DECISIONS}  # kind -> key -> logged record
-        self._states: list[tuple[int | None, State]] = []  # (line, state) of every init / eval, in log order
+        # (line, state, program seed) of every init / eval, in log order (the seed from the eval's batch record)
+        self._states: list[tuple[int | None, State, int | None]] = []
+        #: what :meth:`verify` judged again and what it skipped (``None`` until it ran)
+        self.checked: Verified | None = None
         numbers = iter(lines) if lines is not None else None
         for r in records:
             line = next(numbers) if numbers is not None else None
             kind = r.get("kind")
             if kind == "init":
                 self.initial = State.from_dict(r["state"])
-                self._states.append((line, self.initial))
+                self._states.append((line, self.initial, None))
             elif kind == "batch":
                 self._batches[(r["traj"], r["step"])] = r
             elif kind == "eval":
                 state = self._evals[(r["traj"], r["step"], r["k"])] = State.from_dict(r["state"])
-                self._states.append((line, state))
+                seeds = self._batches.get((r["traj"], r["step"]), {}).get("seeds")
+                seed = seeds[r["k"]] if isinstance(seeds, list) and 0 <= r["k"] < len(seeds) else None
+                self._states.append((line, state, seed if isinstance(seed, int) else None))
             elif kind in _DECISIONS:
                 self._decisions[kind][_key(r)] = r
 
     @classmethod
-    def read(cls, log: RunLog, problem: Any = "config") -> Replay:
+    def read(cls, log: RunLog, problem: Any = "config",
+             rerun: Callable[[State, int | None], State | None] | None = None) -> Replay:
         """The replay of ``log``'s records (a torn last line is truncated away first), re-verified.
 
         Every valid logged state (the initial one and each evaluated candidate: everything that can
@@ -346,6 +476,9 @@ class Replay:
             problem: the problem to verify with; ``"config"`` (default) builds it from the run's
                 ``config.json`` (``env_id``, ``action_mode``, ``env_kwargs``); ``None`` skips the
                 check (records that only a caller's own, unregistered problem can judge).
+            rerun: ``rerun(state, seed)`` judges a logged program again through the env (see
+                :meth:`verify`); the search runner passes one, so the program that would become
+                the resumed run's best must reproduce its logged score.
 
         Raises:
             ValueError: a corrupt record, or a logged state its verifier judges otherwise (each
@@ -356,60 +489,31 @@ class Replay:
         if isinstance(problem, str):  # "config"
             problem = _problem_of_config(log)
         if problem is not None:
-            replay.verify(problem, log.log_path)
+            replay.verify(problem, log.log_path, rerun=rerun)
         return replay
 
-    def verify(self, problem: Any, source: str | os.PathLike = "archive.jsonl") -> int:
+    def verify(self, problem: Any, source: str | os.PathLike = "archive.jsonl",
+               rerun: Callable[[State, int | None], State | None] | None = None) -> int:
         """Judge every valid logged state again with ``problem``; returns how many were judged.
 
-        A state carrying a construction (``solution``: construction problems, in construction
-        and in code mode) is scored again by ``problem.verifier``; its validity, score (relative
-        tolerance 1e-9) and reward (``problem.reward(score)``) must match the log. Invalid states
-        are left as logged (the failure reward: they never become best), as are unscored ones.
-        A program task's state (a program without a construction) is not run again here (that
-        would repeat the run's evaluations); its logged reward must still be ``problem.reward``
-        of its logged score.
+        :func:`verify_states` over the logged initial state and every logged candidate, each
+        located as ``"<source>:<line>"``. ``rerun(state, seed)`` runs a logged program again
+        through the env (``seed``: the program seed its ``batch`` record logged; ``None`` for
+        the initial state, which the env's seeded reset judges); without it program states are
+        only checked for a consistent reward. What was skipped and why is kept in
+        :attr:`checked` (a :class:`Verified`) and said in a warning.
 
         Raises:
             ValueError: a mismatch: ``"<file>:<line>: ..."`` with the logged and the recomputed values.
         """
-        import math
-
-        from discoverygym.errors import InvalidSolution
-
-        def close(a: float | None, b: float | None) -> bool:
-            if a is None or b is None:
-                return a is b
-            return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
-
-        judged = 0
-        for line, state in self._states:
-            if not state.valid or state.metadata.get("unscored"):
-                continue
-            where = f"{source}:{line}" if line is not None else str(source)
-            what = f"logged state {state.id!r} (valid, score {state.score!r}, reward {state.reward!r})"
-            if state.score is None or not math.isfinite(state.score):
-                raise ValueError(f"{where}: {what} has no finite score; the log was altered and cannot be resumed")
-            try:
-                expected_reward = problem.reward(state.score)
-            except (ArithmeticError, ValueError):
-                expected_reward = None
-            if not close(state.reward, expected_reward):
-                raise ValueError(f"{where}: {what}: the reward of that score is {expected_reward!r}; the log was "
-                                 "altered and cannot be resumed")
-            verifier = getattr(problem, "verifier", None)
-            if state.solution is None or verifier is None:
-                continue
-            try:
-                score = float(verifier(state.solution).value)
-            except InvalidSolution as exc:
-                raise ValueError(f"{where}: {what}, but the verifier rejects its construction ({exc}); the log "
-                                 "was altered and cannot be resumed") from None
-            if not close(state.score, score):
-                raise ValueError(f"{where}: {what}, but the verifier scores its construction {score!r}; the log "
-                                 "was altered and cannot be resumed")
-            judged += 1
-        return judged
+        located = [(f"{source}:{line}" if line is not None else str(source), state)
+                   for line, state, _ in self._states]
+        seeds = {id(state): seed for _, state, seed in self._states}
+        run_again = None if rerun is None else (lambda state: rerun(state, seeds.get(id(state))))
+        self.checked = verify_states(problem, located, rerun=run_again)
+        if self.checked.skipped:
+            warnings.warn(f"{source}: {self.checked.skipped}", stacklevel=2)
+        return self.checked.judged + self.checked.rerun
 
     @property
     def evaluations(self) -> int:
