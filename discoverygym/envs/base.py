@@ -28,7 +28,7 @@ from gymnasium import spaces
 
 from discoverygym.envs.core import CandidateEnv
 from discoverygym.envs.problem import Problem
-from discoverygym.envs.spaces import UnicodeText
+from discoverygym.envs.spaces import StackedSequence, UnicodeText
 from discoverygym.errors import InvalidSolution
 from discoverygym.rewards import common
 from discoverygym.sandbox.python import SandboxLimits, run_program
@@ -126,10 +126,10 @@ class DiscoveryEnv(CandidateEnv[dict, Any]):
         )
 
     # ----------------------------------------------------------------- spaces
-    def _make_construction_space(self) -> spaces.Sequence:
-        """Variable-length float64 array: shape (n,) or (n, row_len)."""
+    def _make_construction_space(self) -> StackedSequence:
+        """Variable-length float64 array: shape (n,) or (n, row_len) (a stacked Gymnasium ``Sequence``)."""
         row = () if self.problem.row_len is None else (self.problem.row_len,)
-        return spaces.Sequence(spaces.Box(-np.inf, np.inf, shape=row, dtype=np.float64), stack=True)
+        return StackedSequence(spaces.Box(-np.inf, np.inf, shape=row, dtype=np.float64))
 
     # ----------------------------------------------------------------- evaluation
     def _judge(self, action: Any, parent: State | None, seed: int, fields: dict) -> State:

@@ -9,6 +9,11 @@ env, 0 = padding), so async vector envs of program envs (``TriMul-H100-v0``...) 
 ``shared_memory=True``. Construction envs observe the construction as a ``Sequence`` of dynamic
 length, which no shared memory can hold: Gymnasium says so in one line and they run with
 ``gym.make_vec(ID, num_envs=2, vectorization_mode="async", vector_kwargs={"shared_memory": False})``.
+
+:class:`StackedSequence` is that construction space: Gymnasium's stacked ``Sequence`` of ``Box``
+elements, with a membership test on the whole array (Gymnasium's tests each element with
+``Box.contains``, which warns "Casting input x to numpy array" for every numpy scalar: ~900 warnings
+in one ``check_env`` of ``ErdosMinOverlap-v0``, issue 41).
 """
 
 from __future__ import annotations
@@ -20,6 +25,53 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import shared_memory as _shm
+
+
+class StackedSequence(spaces.Sequence):
+    """A Gymnasium ``Sequence(feature_space, stack=True)`` of :class:`~gymnasium.spaces.Box` elements
+    whose :meth:`contains` checks the stacked array at once.
+
+    An element is a ``Box`` of shape ``row`` (``()`` for a 1-D construction of ``n`` numbers, or
+    ``(row_len,)`` for ``n`` rows); a member is an array-like of shape ``(n, *row)``, any ``n >= 0``.
+    Sampling, equality, vector-env batching and (the refused) shared memory are Gymnasium's
+    ``Sequence``'s, which this subclasses.
+
+    Args:
+        feature_space: the element ``Box``.
+        seed: optional seed of the space's generator.
+
+    Raises:
+        TypeError: ``feature_space`` is not a ``Box``.
+    """
+
+    def __init__(self, feature_space: spaces.Box, seed: Any = None) -> None:
+        if not isinstance(feature_space, spaces.Box):
+            raise TypeError(f"StackedSequence needs a Box element space, not {type(feature_space).__name__}")
+        super().__init__(feature_space, seed=seed, stack=True)
+
+    def contains(self, x: Any) -> bool:
+        """True when ``x`` (an ndarray, list or tuple) is ``n >= 0`` elements of the ``Box``.
+
+        The same verdict as Gymnasium's per-element test (an array-like is read as the Box's dtype;
+        an ndarray's dtype must cast safely to it; every value within ``[low, high]``), without its
+        per-element "Casting input x to numpy array" warning. A 0-d value is not a member.
+        """
+        box = self.feature_space
+        if not isinstance(x, np.ndarray):
+            try:
+                x = np.asarray(x, dtype=box.dtype)
+            except (ValueError, TypeError, OverflowError):
+                return False
+        if x.ndim == 0:
+            return False
+        if x.shape[0] == 0:
+            return True
+        return bool(
+            x.shape[1:] == box.shape
+            and np.can_cast(x.dtype, box.dtype)
+            and np.all(x >= box.low)
+            and np.all(x <= box.high)
+        )
 
 
 class UnicodeText(spaces.Text):
