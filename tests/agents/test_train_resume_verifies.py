@@ -71,7 +71,7 @@ def test_a_forged_archive_state_is_refused_naming_file_and_key(circles_run):
 
 
 class SeededTask(ProgramTask):
-    """``"good N"`` scores N + seed/10^9 (so a re-run must use the rollout's own seed); else invalid."""
+    """``"good N"`` scores N + seed/10^12 (so a re-run must use the rollout's own seed); else invalid."""
 
     name = "seeded"
     title = "Seeded"
@@ -84,7 +84,7 @@ class SeededTask(ProgramTask):
     def evaluate(self, source: str, *, seed: int) -> Score:
         type(self).runs += 1
         if source.startswith("good "):
-            return Score(float(source.split()[1]) + seed / 1e9, {})
+            return Score(float(source.split()[1]) + seed / 1e12, {})
         raise InvalidSolution("not a good program")
 
 

@@ -1,0 +1,183 @@
+"""Issue 40 follow-ups (40c) for the search resume.
+
+* Program tasks: a logged program state has no construction to verify, so on main a forged
+  ``eval`` record whose reward is that of its (forged) score became the resumed run's best. Now the
+  best logged program runs once more through the env (with its logged seed) and must reproduce
+  its score; tasks with timed scores are skipped with a stated reason.
+* ``problem=`` (a caller's own problem under a registered env id): the resume judged the log with
+  the registered problem of ``config.json`` (refusing an honest log) instead of the run's own.
+"""
+
+from __future__ import annotations
+
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from discoverygym.envs.problem import Problem
+from discoverygym.envs.program import ProgramTask
+from discoverygym.envs.registry import PROGRAM_TASKS, TaskSpec, register_task
+from discoverygym.errors import InvalidSolution
+from discoverygym.policy import POLICIES, Sample, register_policy
+from discoverygym.rewards.common import Score
+from discoverygym.search.evolution import EvolutionarySearch, SearchConfig
+from discoverygym.search.runlog import Replay, RunLog
+
+
+class SeededTask(ProgramTask):
+    """``return N`` scores N + seed/10^12 (a re-run must use the logged seed); ``timed`` marks the
+    task's scores as measurements."""
+
+    name = "seeded"
+    title = "Seeded"
+    quantity = "answer"
+    entry = "answer"
+    runs: list = []
+
+    def __init__(self, timed: bool = False) -> None:
+        self.nondeterministic = timed
+
+    @property
+    def sota(self) -> dict:
+        return {"value": 100.0, "source": "definition"}
+
+    def initial_program(self) -> str:
+        return "def answer():\n    return 1\n"
+
+    def evaluate(self, source: str, *, seed: int) -> Score:
+        SeededTask.runs.append(source)
+        try:
+            value = int(source.split("return ")[1])
+        except (IndexError, ValueError):
+            raise InvalidSolution("no return") from None
+        return Score(value + seed / 1e12, {})
+
+
+class ReturnPolicy:
+    """Proposes ``return 3 + 2k`` for candidate k."""
+
+    name = "return-code"
+    action_modes = ("code",)
+
+    def sample(self, contexts, n, rng):
+        return [[Sample(action=f"def answer():\n    return {3 + 2 * k}\n") for k in range(n)] for _ in contexts]
+
+
+@pytest.fixture(autouse=True)
+def seeded_registered():
+    register_task("Seeded-v0", TaskSpec(SeededTask, "seeded"))
+    register_policy("return-code", f"{__name__}:ReturnPolicy")
+    yield
+    PROGRAM_TASKS.pop("Seeded-v0", None)
+    gym.registry.pop("Seeded-v0", None)
+    POLICIES.pop("return-code", None)
+
+
+def _search(run_dir, L, resume=False, **env_kwargs):
+    config = SearchConfig("Seeded-v0", policy="return-code", action_mode="code", C=1, L=L, K=2, seed=0,
+                          env_kwargs=env_kwargs)
+    return EvolutionarySearch(config, run_dir, resume=resume, executor="inline", tensorboard=False).run()
+
+
+def _killed(tmp_path, **env_kwargs):
+    """A finished L=1 run whose config says L=2 (killed after its first step)."""
+    run = tmp_path / "run"
+    _search(run, 1, **env_kwargs)
+    config = json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps({**config, "L": 2}))
+    return run
+
+
+def _forge_best(run):
+    """The best eval record ("return 5") now claims 9 with the reward of 9 (reward = score here)."""
+    path = run / "archive.jsonl"
+    lines = path.read_text().splitlines()
+    i = next(n for n, line in enumerate(lines) if '"kind":"eval"' in line and "return 5" in line)
+    record = json.loads(lines[i])
+    record["state"]["score"] = record["state"]["reward"] = 9.0
+    lines[i] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n")
+    return i + 1
+
+
+def test_the_best_logged_program_runs_again_with_its_seed(tmp_path):
+    run = _killed(tmp_path)
+    SeededTask.runs = []
+    replay = Replay.read(RunLog(run), problem=SeededTask(), rerun=lambda s, seed: _rerun(s, seed))
+    assert replay.checked.rerun == 1 and replay.checked.skipped is None
+    SeededTask.runs = []
+    result = _search(run, 2, resume=True)
+    assert result.evaluated_now == 2
+    assert SeededTask.runs[0].endswith("return 5\n")  # the best program first, then the new step's two
+
+
+def _rerun(state, seed):
+    from discoverygym.envs.program import ProgramEnv
+
+    return ProgramEnv(SeededTask()).evaluate(state.code, seed=seed, id=state.id)
+
+
+def test_a_forged_program_record_with_a_consistent_reward_is_refused(tmp_path):
+    run = _killed(tmp_path)
+    line = _forge_best(run)
+    with pytest.raises(ValueError, match=rf"archive.jsonl:{line}: logged state 'c0-l0-k1' .*score 9.0, reward 9.0"
+                                         r"\), but its program scores 5\.\d+ when run again"):
+        _search(run, 2, resume=True)
+    assert json.loads((run / "best.json").read_text())["score"] < 6
+
+
+def test_timed_scores_are_not_run_again_and_the_reason_is_said(tmp_path):
+    run = _killed(tmp_path, timed=True)
+    SeededTask.runs = []
+    with pytest.warns(UserWarning, match="scores are timings that vary between runs"):
+        _search(run, 2, resume=True, timed=True)
+    assert len(SeededTask.runs) == 2  # only the new step's candidates
+
+
+def _first(x):
+    x = list(x)
+    if len(x) != 2:
+        raise InvalidSolution("need two numbers")
+    return Score(float(x[0]))
+
+
+#: a caller's own problem (not in the registry): score = x[0]
+FIRST = Problem(
+    name="first", title="First", quantity="x[0]", direction="max", verifier=_first,
+    initial=lambda rng: [1.0, 0.0], description="score = x[0]", sota={"value": 10.0, "source": "test"},
+    row_len=None, returns="two floats", render=lambda c, size: np.zeros((size, size, 3), np.uint8),
+)
+
+
+def _own_problem_search(run_dir, L, resume=False):
+    config = SearchConfig("CirclePacking-26-v0", policy="gaussian", C=1, L=L, K=2, seed=0)
+    return EvolutionarySearch(config, run_dir, resume=resume, executor="inline", tensorboard=False,
+                              problem=FIRST).run()
+
+
+def test_a_search_with_its_own_problem_is_judged_by_it_on_resume(tmp_path):
+    run = tmp_path / "run"
+    _own_problem_search(run, 1)
+    config = json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps({**config, "L": 2}))
+    honest = (run / "archive.jsonl").read_text()
+    assert _own_problem_search(run, 2, resume=True).evaluated_now == 2  # was refused by circle packing's verifier
+    (run / "archive.jsonl").write_text(honest)
+    (run / "best.json").unlink()
+    line = _forge_best_first(run)
+    with pytest.raises(ValueError, match=rf"archive.jsonl:{line}: .*verifier scores its construction"):
+        _own_problem_search(run, 2, resume=True)
+
+
+def _forge_best_first(run):
+    """The last eval record keeps its construction but claims x[0] + 5."""
+    path = run / "archive.jsonl"
+    lines = path.read_text().splitlines()
+    i = max(n for n, line in enumerate(lines) if json.loads(line)["kind"] == "eval")
+    record = json.loads(lines[i])
+    record["state"]["score"] = record["state"]["reward"] = record["state"]["score"] + 5
+    lines[i] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n")
+    return i + 1
