@@ -3,7 +3,8 @@
 Wired into the main command by :mod:`discoverygym.cli`. Also runnable alone:
 ``python -m discoverygym.cli.search CirclePacking-26-v0 --run-dir runs/x``.
 
-Exit codes: 0 finished, 1 the search failed (the run directory stays resumable), 2 usage error
+Exit codes: 0 finished, 1 the search failed (the message says whether ``--resume`` can continue it:
+not when the run directory's log failed verification on resume, e.g. a forged record), 2 usage error
 (bad flag, malformed ``--policy`` spec or URL, a model directory without model files, a run
 directory of another kind), 3 a backend is not available here (LLM extra / vllm / tinker SDK not
 installed, ``TINKER_API_KEY`` not set or rejected, the ``openai:URL`` server unreachable), 130
@@ -42,7 +43,7 @@ from discoverygym.io import file_in_the_way
 from discoverygym.policy import LLM_SPECS, POLICIES, is_llm_spec
 from discoverygym.search.config import SearchConfig, check_env_id
 from discoverygym.search.evolution import EvolutionarySearch, SearchResult
-from discoverygym.search.runlog import RunLog
+from discoverygym.search.runlog import LogRejected, RunLog
 from discoverygym.search.selectors import SELECTORS
 from discoverygym.types import Direction, State
 
@@ -158,7 +159,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "-C 4 -L 20 -K 4 --run-dir runs/cp26. Program envs (AtCoder, denoising, kernels) need "
         "--action-mode code and an LLM policy, e.g. discoverygym search AHC039-v0 --action-mode code "
         "--policy hf:MODEL --task-options '{\"n_cases\": 5}' --run-dir runs/ahc. "
-        "Exit codes: 0 finished; 1 failed mid-run (resumable); 2 usage error; 3 backend not available here "
+        "Exit codes: 0 finished; 1 failed (the message says whether --resume continues it: not after the log "
+        "failed verification, e.g. an altered record); 2 usage error; 3 backend not available here "
         "(LLM extra / vllm / tinker SDK not installed, TINKER_API_KEY not set or rejected, openai:URL server "
         "unreachable); 4 a chat usage limit (--max-cost-usd / --max-tokens) was reached (--resume with a higher "
         "limit continues); 130 interrupted (--resume continues).",
@@ -487,6 +489,17 @@ def _limit_hint(args: argparse.Namespace, limit: str) -> str:
     return shlex.join([*out, flag, "HIGHER"])
 
 
+def _raised_at(exc: BaseException) -> str:
+    """`` (raised at FILE:LINE in FUNCTION)`` for the innermost frame of ``exc``'s traceback, or ``""``."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return ""
+    last = frames[-1]
+    return f" (raised at {last.filename}:{last.lineno} in {last.name})"
+
+
 def run(args: argparse.Namespace) -> int:
     """Execute ``discoverygym search`` with parsed ``args``; returns the exit code."""
     console = Console()
@@ -547,11 +560,21 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 3
-    except Exception as exc:  # noqa: BLE001 - reported, run dir stays resumable
+    except LogRejected as exc:  # resume refused a corrupt or altered log: --resume cannot continue it
         display.stop()
         print(
-            f"discoverygym search: failed: {type(exc).__name__}: {exc}\n"
-            f"the run directory {args.run_dir} is resumable: {_resume_hint(args)}",
+            f"discoverygym search: the log failed verification: {one_line(exc)}\n"
+            f"the run directory {args.run_dir} cannot be resumed as it is (its log and best.json were left as "
+            "they were); start a new run in a new --run-dir",
+            file=sys.stderr,
+        )
+        return 1
+    except Exception as exc:  # noqa: BLE001 - reported with where it was raised; the log keeps what was done
+        display.stop()
+        print(
+            f"discoverygym search: failed: {type(exc).__name__}: {exc}{_raised_at(exc)}\n"
+            f"everything evaluated so far is logged in {args.run_dir}; once the cause is fixed, continue with: "
+            f"{_resume_hint(args)}",
             file=sys.stderr,
         )
         return 1

@@ -42,8 +42,16 @@ from typing import Any, NamedTuple
 from discoverygym.io import atomic_write_json
 from discoverygym.types import State
 
-__all__ = ["CONSTRUCTION_RTOL", "PROGRAM_RTOL", "Replay", "RunLog", "ScalarWriter", "Verified", "record_problem",
-           "verify_states"]
+__all__ = ["CONSTRUCTION_RTOL", "PROGRAM_RTOL", "LogRejected", "Replay", "RunLog", "ScalarWriter", "Verified",
+           "record_problem", "verify_states"]
+
+
+class LogRejected(ValueError):
+    """A run's log or checkpoint fails verification on resume: a corrupt record, or a logged state that
+    its problem judges otherwise (altered or forged). The message starts with ``"<file>:<line>"``
+    (or ``"<file>: <key>"``) and says what was logged and what was recomputed; the run cannot be
+    resumed from that directory as it is.
+    """
 
 
 class RunLog:
@@ -194,7 +202,7 @@ class RunLog:
             check: ``check(record)`` returns why a record has the wrong shape, or ``None``.
 
         Raises:
-            ValueError: a complete line that is not UTF-8, not valid JSON, not an object, or
+            LogRejected: (a ``ValueError``) a complete line that is not UTF-8, not valid JSON, not an object, or
                 refused by ``check``; the message names the file and line (the file was corrupted).
         """
         return [record for _, record in self.numbered_records(repair, check)]
@@ -204,7 +212,7 @@ class RunLog:
         """:meth:`read_records` with each record's line number (1-based), for messages naming ``file:line``.
 
         Raises:
-            ValueError: as :meth:`read_records`.
+            LogRejected: as :meth:`read_records`.
         """
         if not self.log_path.exists():
             return []
@@ -218,10 +226,10 @@ class RunLog:
                 record = json.loads(line.decode("utf-8"))
             except (ValueError, RecursionError) as exc:  # UnicodeDecodeError, JSONDecodeError
                 why = f"{type(exc).__name__}: {exc}" if not isinstance(exc, RecursionError) else "nested too deeply"
-                raise ValueError(f"{self.log_path}:{lineno} is corrupt ({why}); the run cannot be resumed") from None
+                raise LogRejected(f"{self.log_path}:{lineno} is corrupt ({why}); the run cannot be resumed") from None
             why = "not a JSON object" if not isinstance(record, dict) else (check(record) if check else None)
             if why:
-                raise ValueError(f"{self.log_path}:{lineno} is corrupt ({why}); the run cannot be resumed")
+                raise LogRejected(f"{self.log_path}:{lineno} is corrupt ({why}); the run cannot be resumed")
             records.append((lineno, record))
         if repair and end < len(data):
             with open(self.log_path, "r+b") as fh:
@@ -347,7 +355,7 @@ def verify_states(problem: Any, located: Iterable[tuple[str, State]],
         :class:`Verified`.
 
     Raises:
-        ValueError: a mismatch, ``"<where>: logged state '<id>' (valid, score s, reward r) ..."``
+        LogRejected: (a ``ValueError``) a mismatch, ``"<where>: logged state '<id>' (valid, score s, reward r) ..."``
             with the recomputed value; the message ends "the log was altered and cannot be resumed".
     """
     from discoverygym.errors import InvalidSolution
@@ -359,13 +367,13 @@ def verify_states(problem: Any, located: Iterable[tuple[str, State]],
             continue
         what = f"logged state {state.id!r} (valid, score {state.score!r}, reward {state.reward!r})"
         if state.score is None or not math.isfinite(state.score):
-            raise ValueError(f"{where}: {what} has no finite score; the log was altered and cannot be resumed")
+            raise LogRejected(f"{where}: {what} has no finite score; the log was altered and cannot be resumed")
         try:
             expected_reward = problem.reward(state.score)
         except (ArithmeticError, ValueError):
             expected_reward = None
         if not _close(state.reward, expected_reward, CONSTRUCTION_RTOL):
-            raise ValueError(f"{where}: {what}: the reward of that score is {expected_reward!r}; the log was "
+            raise LogRejected(f"{where}: {what}: the reward of that score is {expected_reward!r}; the log was "
                              "altered and cannot be resumed")
         if state.solution is None or verifier is None:
             if state.solution is None and isinstance(state.code, str):
@@ -374,10 +382,10 @@ def verify_states(problem: Any, located: Iterable[tuple[str, State]],
         try:
             score = float(verifier(state.solution).value)
         except InvalidSolution as exc:
-            raise ValueError(f"{where}: {what}, but the verifier rejects its construction ({exc}); the log "
+            raise LogRejected(f"{where}: {what}, but the verifier rejects its construction ({exc}); the log "
                              "was altered and cannot be resumed") from None
         if not _close(state.score, score, CONSTRUCTION_RTOL):
-            raise ValueError(f"{where}: {what}, but the verifier scores its construction {score!r}; the log "
+            raise LogRejected(f"{where}: {what}, but the verifier scores its construction {score!r}; the log "
                              "was altered and cannot be resumed")
         judged += 1
     if not programs:
@@ -400,10 +408,10 @@ def verify_states(problem: Any, located: Iterable[tuple[str, State]],
             why = fresh.metadata.get("unscored_reason") if fresh is not None else None
             return Verified(judged, done, f"the best logged program cannot be scored here ({why or 'no env'})")
         if not fresh.valid:
-            raise ValueError(f"{where}: {what}, but its program fails when run again ({fresh.error}); the log "
+            raise LogRejected(f"{where}: {what}, but its program fails when run again ({fresh.error}); the log "
                              "was altered and cannot be resumed")
         if not _close(state.score, fresh.score, rtol):
-            raise ValueError(f"{where}: {what}, but its program scores {fresh.score!r} when run again (relative "
+            raise LogRejected(f"{where}: {what}, but its program scores {fresh.score!r} when run again (relative "
                              f"tolerance {rtol:g}); the log was altered and cannot be resumed")
         done += 1
     return Verified(judged, len(runs))
@@ -481,7 +489,7 @@ class Replay:
                 the resumed run's best must reproduce its logged score.
 
         Raises:
-            ValueError: a corrupt record, or a logged state its verifier judges otherwise (each
+            LogRejected: (a ``ValueError``) a corrupt record, or a logged state its problem judges otherwise (each
                 message names the file and line).
         """
         numbered = log.numbered_records(repair=True, check=record_problem)
@@ -504,7 +512,7 @@ class Replay:
         :attr:`checked` (a :class:`Verified`) and said in a warning.
 
         Raises:
-            ValueError: a mismatch: ``"<file>:<line>: ..."`` with the logged and the recomputed values.
+            LogRejected: a mismatch: ``"<file>:<line>: ..."`` with the logged and the recomputed values.
         """
         located = [(f"{source}:{line}" if line is not None else str(source), state)
                    for line, state, _ in self._states]
