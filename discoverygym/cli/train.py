@@ -33,7 +33,7 @@ from discoverygym.cli.common import (
     seed_value,
 )
 from discoverygym.errors import BackendUnavailable, UsageError
-from discoverygym.io import file_in_the_way
+from discoverygym.io import check_input_file, file_in_the_way
 
 __all__ = ["add_parsers", "main", "run"]
 
@@ -97,6 +97,7 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
                    help="finish the study in --run-dir: skip finished runs, resume partial ones from their checkpoint")
     c.add_argument("--init", default=None, help="start every run from this construction file")
     c.add_argument("--json", action="store_true", help="print the table as JSON")
+    _llm_args(c)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -264,8 +265,15 @@ def _stored_train_config(run_dir: Path, env_id: str) -> dict:
 
 
 def _load_init(path: str | None) -> Any:
-    """The ``--init`` construction, or ``None`` (:func:`~discoverygym.cli.common.load_construction`)."""
-    return None if path is None else load_construction(Path(path))
+    """The ``--init`` construction, or ``None`` (:func:`~discoverygym.cli.common.load_construction`); the file
+    must be a regular file within the input size limit (:func:`~discoverygym.io.check_input_file`)."""
+    if path is None:
+        return None
+    try:
+        check_input_file(path)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return load_construction(Path(path))
 
 
 def _make_config(factory: Any, *args: Any, **kwargs: Any) -> Any:
@@ -452,18 +460,16 @@ def _compare(args: argparse.Namespace, console: Console) -> int:
     from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
     from discoverygym.policy import is_llm_spec
 
-    if args.env_id in PROGRAM_TASKS:
-        raise UsageError(f"{args.env_id} takes programs: compare runs the numeric policy on construction envs; "
-                          "train it with an LLM policy (`discoverygym train --policy hf:PATH_OR_ID ...`)")
-    if args.env_id not in ENVS:
+    if args.env_id in PROGRAM_TASKS and not is_llm_spec(args.policy or ""):
+        raise UsageError(f"{args.env_id} takes programs: compare it with an LLM policy "
+                          "(`discoverygym compare ... --policy hf:PATH_OR_ID`, e.g. hf:smollm2)")
+    if args.env_id not in ENVS and args.env_id not in PROGRAM_TASKS:
         raise UsageError(f"unknown env {args.env_id!r}; run `discoverygym list`")
     if args.run_dir is not None:
         blocker = file_in_the_way(Path(args.run_dir))
         if blocker is not None:
             raise UsageError(f"{blocker} exists and is not a directory (it cannot hold --run-dir {args.run_dir})")
 
-    if is_llm_spec(args.policy or ""):
-        raise UsageError("compare runs the numeric policy; for LLM policies run `discoverygym train` once per config")
     names = [AGENTS.get(n.strip(), n.strip()) for n in args.configs.split(",") if n.strip()]
     for n in names:
         if n not in REFERENCES:
