@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from discoverygym.cli.common import UsageError
-from discoverygym.io import atomic_write_json
+from discoverygym.io import atomic_write_json, check_input_file
 
 __all__ = ["add_parser", "run"]
 
@@ -51,6 +51,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.env_id not in CERTIFIERS:
         raise UsageError(f"no certifier for {args.env_id!r}; certifiable envs: {', '.join(CERTIFIERS)}")
+    try:
+        check_input_file(args.file)  # a regular file within the size limit, before anything reads it
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     try:
         cert = certify(args.env_id, read_exact_json(args.file), source=str(args.file))
     except ValueError as exc:
