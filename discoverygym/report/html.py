@@ -4,7 +4,9 @@ The file needs no server and no network: plotly.js (from the ``plotly`` Python p
 ``plotly.offline.get_plotlyjs()``) is inlined, the run's data is one JSON ``<script>`` block, and
 the best construction's picture is an inline PNG. Drawing is plotly's: the curves are ``scatter``
 traces, the lineage DAG ``scattergl`` (WebGL) traces, one for all parent→child edges as a single
-line with gaps, one per node class, so 10,000 nodes stay responsive with plotly's own zoom and pan.
+line with gaps, one per node class (valid, coloured by reward; invalid / unscored; evicted from a train
+run's archive, as open circles on the same colour scale, or open grey diamonds when the state was
+invalid or its score was not recorded), so 10,000 nodes stay responsive with plotly's own zoom and pan.
 Clicking a node fills the side panel (score, error, stdout tail, parents, the parent→child diff
 computed at report time); the diff's coloured lines are built only on click.
 
@@ -25,9 +27,16 @@ import math
 from typing import Any
 
 from discoverygym.io import script_json
-from discoverygym.report.collect import DIFF_BUDGET, Node, RunData, unified_diff
+from discoverygym.report.collect import DIFF_BUDGET, EVICTED, Node, RunData, unified_diff
 
-__all__ = ["layout", "picture_png", "render_html"]
+__all__ = ["is_evicted", "layout", "picture_png", "render_html"]
+
+
+def is_evicted(node: Node) -> bool:
+    """Whether ``node`` is a state a train run's archive evicted (its cap), as
+    :mod:`~discoverygym.report.collect` marks it: the note :data:`~discoverygym.report.collect.EVICTED`
+    in its tail (judged score recorded) or at the start of its error (score not recorded)."""
+    return node.tail == EVICTED or (node.error or "").startswith(EVICTED)
 
 
 def layout(nodes: list[Node]) -> tuple[list[float], list[float], list[int]]:
@@ -129,6 +138,7 @@ def _payload(data: RunData) -> dict:
         "kind": data.kind,
         "ids": [n.id for n in nodes], "x": xs, "y": ys, "p": parent,
         "s": [n.score for n in nodes], "r": [n.reward for n in nodes], "v": [1 if n.valid else 0 for n in nodes],
+        "ev": [1 if is_evicted(n) else 0 for n in nodes],
         "lane": [n.lane for n in nodes], "step": [n.step for n in nodes], "k": [n.k for n in nodes],
         "np": [len(n.parents) for n in nodes], "par": [n.parents[:6] for n in nodes],
         "err": err_idx, "errs": list(errors), "tails": tails, "diffs": diffs,
@@ -239,27 +249,40 @@ _SCRIPT = r"""
     }, {responsive: true, displaylogo: false}));
   });
 
-  // ---- DAG: edges (one line trace with gaps), valid nodes coloured by reward, the rest grey, best, lineage
+  // ---- DAG: edges (one line trace with gaps), valid nodes coloured by reward, invalid ones red, evicted ones
+  // open (valid: on the same reward scale; invalid / not recorded: grey), best, lineage
   var ex = [], ey = [];
   for (var i = 0; i < n; i++) {
     var p = D.p[i];
     if (p >= 0) { ex.push(D.x[p], D.x[i], null); ey.push(D.y[p], D.y[i], null); }
   }
-  var good = {x: [], y: [], c: [], t: [], i: []}, bad = {x: [], y: [], t: [], i: []};
+  function cls() { return {x: [], y: [], c: [], t: [], i: []}; }
+  var good = cls(), bad = cls(), gone = cls(), goneBad = cls();
+  var cmin = Infinity, cmax = -Infinity;
   for (var j = 0; j < n; j++) {
-    var label = D.ids[j] + '<br>score ' + fmt(D.s[j]) + (D.v[j] ? '' : ' (invalid)');
-    if (D.v[j] && D.r[j] !== null) { good.x.push(D.x[j]); good.y.push(D.y[j]); good.c.push(D.r[j]); good.t.push(label); good.i.push(j); }
-    else { bad.x.push(D.x[j]); bad.y.push(D.y[j]); bad.t.push(label); bad.i.push(j); }
+    var ok = D.v[j] && D.r[j] !== null, ev = D.ev && D.ev[j];
+    var label = D.ids[j] + '<br>score ' + fmt(D.s[j]) + (D.v[j] ? '' : ' (invalid)') + (ev ? ' (evicted)' : '');
+    var to = ev ? (ok ? gone : goneBad) : (ok ? good : bad);
+    to.x.push(D.x[j]); to.y.push(D.y[j]); to.t.push(label); to.i.push(j);
+    if (ok) { to.c.push(D.r[j]); cmin = Math.min(cmin, D.r[j]); cmax = Math.max(cmax, D.r[j]); }
   }
+  var scale = cmin <= cmax ? {cmin: cmin, cmax: cmax} : {};
   var bi = D.best === null ? -1 : D.ids.indexOf(D.best);
   var traces = [
     {type: 'scattergl', mode: 'lines', x: ex, y: ey, hoverinfo: 'skip', name: 'parent → child',
      line: {color: 'rgba(120,120,140,0.35)', width: 1}},
     {type: 'scattergl', mode: 'markers', x: good.x, y: good.y, text: good.t, customdata: good.i, hoverinfo: 'text',
-     name: 'valid', marker: {size: 6, color: good.c, colorscale: 'Viridis', showscale: true,
-                             colorbar: {title: {text: 'reward'}, thickness: 12}}},
+     name: 'valid', marker: Object.assign({size: 6, color: good.c, colorscale: 'Viridis', showscale: true,
+                             colorbar: {title: {text: 'reward'}, thickness: 12}}, scale)},
     {type: 'scattergl', mode: 'markers', x: bad.x, y: bad.y, text: bad.t, customdata: bad.i, hoverinfo: 'text',
      name: 'invalid / unscored', marker: {size: 5, color: '#d62728', symbol: 'x', opacity: 0.6}},
+    {type: 'scattergl', mode: 'markers', x: gone.x, y: gone.y, text: gone.t, customdata: gone.i, hoverinfo: 'text',
+     name: 'evicted (valid, judged score)', showlegend: gone.i.length > 0,
+     marker: Object.assign({size: 7, color: gone.c, colorscale: 'Viridis', symbol: 'circle-open', line: {width: 1.5}},
+                           scale)},
+    {type: 'scattergl', mode: 'markers', x: goneBad.x, y: goneBad.y, text: goneBad.t, customdata: goneBad.i,
+     hoverinfo: 'text', name: 'evicted (invalid or score not recorded)', showlegend: goneBad.i.length > 0,
+     marker: {size: 7, color: '#7f7f7f', symbol: 'diamond-open', line: {width: 1.5}}},
     {type: 'scattergl', mode: 'markers', x: bi >= 0 ? [D.x[bi]] : [], y: bi >= 0 ? [D.y[bi]] : [],
      customdata: bi >= 0 ? [bi] : [], text: bi >= 0 ? ['best: ' + D.ids[bi]] : [], hoverinfo: 'text', name: 'best',
      marker: {size: 16, color: '#ff7f0e', symbol: 'star', line: {color: 'black', width: 1}}},
@@ -303,13 +326,14 @@ _SCRIPT = r"""
     if (D.step[i] !== null) row('step · candidate', D.step[i] + ' · ' + D.k[i]);
     row('score', fmt(D.s[i])); row('reward', fmt(D.r[i]));
     row('valid', D.v[i] ? 'yes' : 'no', D.v[i] ? '' : 'bad');
+    if (D.ev && D.ev[i]) row('archive', 'evicted (kept no longer; score as judged when it was made)');
     row('parents', D.np[i] ? D.par[i].join(', ') + (D.np[i] > D.par[i].length ? ' …' : '') + '  (first: the parent)' : 'none');
     if (D.err[i] >= 0) pre('error', D.errs[D.err[i]], false);
     if (D.tails[i]) pre('stdout / stderr tail', D.tails[i], false);
     if (D.diffs[i]) pre('diff parent → child', D.diffs[i], true);
     var lx = [], ly = [], seen = {};
     for (var j = i; j >= 0 && !seen[j]; j = D.p[j]) { seen[j] = 1; lx.push(D.x[j]); ly.push(D.y[j]); }
-    Plotly.restyle(dag, {x: [lx], y: [ly]}, [4]);
+    Plotly.restyle(dag, {x: [lx], y: [ly]}, [traces.length - 1]);
   }
   dag.on('plotly_click', function (ev) {
     var pt = ev.points && ev.points[0];
