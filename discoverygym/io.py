@@ -12,8 +12,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MAX_INPUT_BYTES", "RUN_KINDS", "atomic_write_json", "atomic_write_text", "available_cpus",
-           "check_input_file", "file_in_the_way", "json_lines", "limit_native_threads", "run_kind", "script_json"]
+__all__ = ["MAX_INPUT_BYTES", "MAX_RUN_FILE_BYTES", "RUN_FILES", "RUN_KINDS", "atomic_write_json", "atomic_write_text",
+           "available_cpus", "check_input_file", "check_run_files", "file_in_the_way", "json_lines",
+           "limit_native_threads", "run_kind", "script_json"]
 
 #: largest candidate file (program or construction) the CLI reads: 64 MiB. The largest bundled
 #: construction is a few MB; a 1.6 M-point autocorrelation step function as JSON is about 30 MB.
@@ -44,6 +45,35 @@ def check_input_file(path: str | os.PathLike, max_bytes: int = MAX_INPUT_BYTES) 
     if info.st_size > max_bytes:
         raise ValueError(f"{path} is {info.st_size} bytes, more than the {max_bytes}-byte limit on input files")
     return info.st_size
+
+
+#: largest file of a run directory read back (resume, report): 4 GiB. A run's own logs can be large
+#: (every evaluated program, every response); the cap only stops a sparse or runaway file.
+MAX_RUN_FILE_BYTES = 4 << 30
+
+#: the files of a run directory that ``report`` and the resumes read back (those present are checked).
+RUN_FILES = ("config.json", "best.json", "archive.json", "usage.json", "outcomes.json", "archive.jsonl",
+             "states.jsonl", "metrics.jsonl", "samples.jsonl", "rounds.jsonl", "buffer.jsonl", "state.json")
+
+
+def check_run_files(run_dir: str | os.PathLike, max_bytes: int = MAX_RUN_FILE_BYTES) -> None:
+    """Check the files a reader of ``run_dir`` will open (:data:`RUN_FILES`, post-train rounds'
+    ``rounds/*/*/*/archive.jsonl``, TensorBoard event files), as :func:`check_input_file` does:
+    each one present must be a regular file of at most ``max_bytes``, so a FIFO or a link to a
+    device planted in a run directory cannot hang or flood the reader. A ``run_dir`` that is not a
+    directory is left to the reader to refuse (it says what the path holds).
+
+    Raises:
+        ValueError: one line naming the first offending file.
+    """
+    root = Path(run_dir)
+    if not root.is_dir():
+        return
+    paths = [root / name for name in RUN_FILES]
+    paths += sorted(root.glob("rounds/*/*/*/archive.jsonl")) + sorted(root.glob("events.out.tfevents.*"))
+    for path in paths:
+        if os.path.lexists(path):
+            check_input_file(path, max_bytes)
 
 
 
@@ -205,6 +235,7 @@ def run_kind(run_dir: str | os.PathLike) -> str | None:
     path = d / "config.json"
     if path.is_file():
         try:
+            check_input_file(path)  # a FIFO named config.json must not block
             cfg = json.loads(path.read_text())
         except (OSError, ValueError, RecursionError):
             return "other"

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from discoverygym.io import atomic_write_json
+from discoverygym.io import MAX_RUN_FILE_BYTES, atomic_write_json, check_input_file
 from discoverygym.search.runlog import Verified, verify_states
 from discoverygym.types import State
 
@@ -36,7 +36,9 @@ __all__ = ["Restored", "has_checkpoint", "latest_checkpoint", "load_checkpoint",
 
 
 def read_json(path: Path) -> Any:
-    """``path`` parsed as JSON; ``ValueError`` naming the file when unreadable, not UTF-8 or too deep."""
+    """``path`` parsed as JSON; ``ValueError`` naming the file when unreadable (not a regular file within
+    :data:`~discoverygym.io.MAX_RUN_FILE_BYTES` included), not UTF-8 or too deep."""
+    check_input_file(path, MAX_RUN_FILE_BYTES)  # ValueError naming the file: a FIFO or device is not read
     try:
         return json.loads(path.read_bytes().decode("utf-8"))
     except OSError as exc:
@@ -192,6 +194,8 @@ def load_checkpoint(where: Path, learner: Any, sampler: Any, reuse: Any, rng: np
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ValueError(f"{path} is not a trainer checkpoint ({type(exc).__name__}: {exc}); "
                          "the run cannot be resumed from it") from None
+    for name in ("archive.json", "reuse.json"):  # read by reuse.load: regular files within the cap
+        check_input_file(where / name, MAX_RUN_FILE_BYTES)
     reuse.load(where)
     verify_checkpoint(where, restored, reuse, fresh_initial=fresh_initial)
     try:

@@ -3,7 +3,8 @@
 Works for search, train and post-train runs, finished or still running; ``--watch SECONDS``
 rewrites it periodically (the page refreshes itself at the same period) until Ctrl-C.
 
-Exit codes: 0 written, 2 usage error (not a run directory, bad option), 3 plotly missing.
+Exit codes: 0 written, 2 usage error (not a run directory, one of its files a FIFO, device or over
+the size cap (:func:`discoverygym.io.check_run_files`), bad option), 3 plotly missing.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from discoverygym.cli.common import UsageError
 from discoverygym.errors import BackendUnavailable
+from discoverygym.io import check_run_files
 
 __all__ = ["add_parser", "run"]
 
@@ -39,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
     """Run ``discoverygym report``; returns the exit code.
 
     Raises:
-        UsageError: not a run directory, a bad ``--watch``.
+        UsageError: not a run directory, a run file that is not a regular file within the size cap,
+            a bad ``--watch``.
         BackendUnavailable: plotly is not installed.
     """
     from discoverygym import report
@@ -47,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if args.watch is not None and not (math.isfinite(args.watch) and 1 <= args.watch <= 86_400):
         raise UsageError(f"--watch must be a number of seconds in [1, 86400], got {args.watch}")
     try:
+        check_run_files(args.run_dir)  # a FIFO or device among the run's files: one line, nothing read
         if args.watch is None:
             path = report.build_report(args.run_dir, args.output)
         else:

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from discoverygym.io import atomic_write_json
+from discoverygym.io import MAX_RUN_FILE_BYTES, atomic_write_json, check_input_file
 from discoverygym.types import State
 
 __all__ = ["CONSTRUCTION_RTOL", "PROGRAM_RTOL", "LogRejected", "Replay", "RunLog", "ScalarWriter", "Verified",
@@ -154,10 +154,16 @@ class RunLog:
 
     # ------------------------------------------------------------------ config / best / snapshot
     def read_config(self) -> dict | None:
-        """``config.json`` as a dict without its ``"kind"`` entry, or ``None`` when absent."""
+        """``config.json`` as a dict without its ``"kind"`` entry, or ``None`` when absent.
+
+        Raises:
+            ValueError: ``config.json`` is not a regular file within the input size limit
+                (:func:`~discoverygym.io.check_input_file`), or not JSON.
+        """
         path = self.dir / self.CONFIG
-        if not path.exists():
+        if not os.path.lexists(path):
             return None
+        check_input_file(path)
         with open(path) as fh:
             data = json.load(fh)
         if isinstance(data, dict):
@@ -214,8 +220,12 @@ class RunLog:
         Raises:
             LogRejected: as :meth:`read_records`.
         """
-        if not self.log_path.exists():
+        if not os.path.lexists(self.log_path):
             return []
+        try:
+            check_input_file(self.log_path, MAX_RUN_FILE_BYTES)  # not a FIFO or a device: nothing blocks or floods
+        except ValueError as exc:
+            raise LogRejected(f"{exc}; the run cannot be resumed") from None
         data = self.log_path.read_bytes()
         end = data.rfind(b"\n") + 1  # bytes after the last newline: a torn write
         records = []
