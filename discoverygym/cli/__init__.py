@@ -7,7 +7,8 @@ Sub-commands call down into agents/search/envs; nothing below imports this packa
 
 Exit codes: 0 when the candidate was evaluated (valid or not), 2 for usage errors (unknown env,
 unreadable file, wrong file format), 3 when a backend the job needs is missing here (no GPU to time
-a kernel that passed its correctness checks, an uninstalled extra, an unreachable server).
+a kernel that passed its correctness checks, an uninstalled extra, an unreachable server), 141 when
+the reader of standard output went away (``discoverygym list --json | head -1``; no traceback).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from discoverygym.cli import search as search_cli
 from discoverygym.cli import train as agents_cli
 from discoverygym.cli.common import UsageError, load_construction, seed_value
 from discoverygym.envs.problem import example_file
-from discoverygym.envs.registry import ENVS, PROGRAM_TASKS, get_problem, make_task, option_names
+from discoverygym.envs.registry import ENVS, PROGRAM_TASKS, get_problem, make_task, option_names, problem_of
 from discoverygym.errors import BackendUnavailable
 from discoverygym.sandbox.python import SandboxLimits
 from discoverygym.types import Direction, State
@@ -277,7 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="discoverygym",
         description="Scientific-discovery problems as Gymnasium environments with exact verifiers.",
         epilog="Exit codes: 0 evaluated (valid or not), 2 usage error, 3 a backend is missing here (e.g. no GPU "
-        "to time a kernel). Examples: discoverygym evaluate CirclePacking-26-v0 my_program.py --json | "
+        "to time a kernel), 141 the output's reader went away (list --json | head -1). Examples: discoverygym evaluate CirclePacking-26-v0 my_program.py --json | "
         "discoverygym evaluate AHC039-v0 solution.cpp --cases inputs/ | "
         "discoverygym search CirclePacking-26-v0 --policy mutation --selector rpucg -C 4 -L 20 -K 4 --run-dir runs/cp26 | "
         "discoverygym audit CirclePacking-26-v0 (known exploits; exit 1 if any is rewarded) | "
@@ -338,8 +339,55 @@ def _terminate_as_interrupt() -> None:
         signal.signal(signal.SIGTERM, _terminate)
 
 
+#: ``gym.make`` keywords of the env itself (not of its problem or task), which ``train`` / ``compare``
+#: also accept in ``--task-options`` (they pass it to ``gym.make`` as ``env_kwargs``).
+ENV_KEYWORDS = ("horizon", "render_mode", "raise_unavailable")
+
+
+def check_task_options(env_id: str, options: Any) -> None:
+    """``train`` / ``compare``: ``--task-options`` must be a JSON object of options ``env_id`` takes.
+
+    The same check as ``search``'s (:func:`~discoverygym.envs.registry.problem_of`: a program env's
+    task options, a construction env's ``sandbox`` / ``program_budget_s``), plus :data:`ENV_KEYWORDS`.
+    An unknown env id is left to the command (it says so itself).
+
+    Raises:
+        UsageError: not a JSON object, or an option the env does not take (one line; was a
+            ``TypeError`` traceback from ``gym.make``).
+    """
+    if options is None:
+        return
+    if not isinstance(options, dict):
+        raise UsageError(f"--task-options must be a JSON object, not {type(options).__name__}")
+    if env_id not in ENVS and env_id not in PROGRAM_TASKS:
+        return
+    mode = "code" if env_id in PROGRAM_TASKS else "construction"
+    try:
+        problem_of(env_id, mode, **{k: v for k, v in options.items() if k not in ENV_KEYWORDS})
+    except (ValueError, TypeError) as exc:
+        message = " ".join(str(exc).split())
+        raise UsageError(message if "--task-options" in message else f"--task-options: {message}") from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``discoverygym``; returns the exit code."""
+    """Entry point of ``discoverygym``; returns the exit code.
+
+    A closed standard output (``discoverygym list --json | head -1``) ends the command quietly
+    with exit code 141 (128 + SIGPIPE, as the shell shows for a tool the signal ended).
+    """
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # inside the try: a reader gone before the last buffered write
+        return code
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's own flush at exit writes nowhere
+        os.close(devnull)
+        return 141
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
+    """:func:`main` without the closed-pipe handling."""
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
@@ -347,6 +395,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console()
     _terminate_as_interrupt()
     try:
+        if args.command in ("train", "compare"):
+            check_task_options(args.env_id, getattr(args, "task_options", None))
         if args.command == "search":
             return search_cli.run(args)
         if args.command in ("train", "compare"):
