@@ -36,13 +36,12 @@ path, for every learner (and one of ours, ``progress-rate``).
 
 Around the loop, each in its module (TRL's ``grpo_config.py`` beside ``grpo_trainer.py``): config and
 per-env defaults (:mod:`~.config`), builders (:mod:`~.build`), checkpoints (:mod:`~.checkpoint`), the
-evaluation pool (:mod:`~discoverygym.search.executors`).
+run's log files (:mod:`~.train_log`), the evaluation pool (:mod:`~discoverygym.search.executors`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import shutil
@@ -60,13 +59,7 @@ import torch
 
 from discoverygym.agents.batch import TrainBatch, run_update
 from discoverygym.agents.build import build_learners, make_reuse, make_train_env, rollout_pool
-from discoverygym.agents.checkpoint import (
-    has_checkpoint,
-    latest_checkpoint,
-    load_checkpoint,
-    save_checkpoint,
-    truncate_jsonl,
-)
+from discoverygym.agents.checkpoint import has_checkpoint, latest_checkpoint, load_checkpoint, save_checkpoint
 from discoverygym.agents.config import (
     ABLATIONS,
     CREDITS,
@@ -89,6 +82,7 @@ from discoverygym.agents.objectives import (
     scored_advantages,
 )
 from discoverygym.agents.policies.llm import LLMSample
+from discoverygym.agents.train_log import TrainLog
 from discoverygym.envs.operators.deadline import WithDeadline, step_reserve
 from discoverygym.io import atomic_write_json, available_cpus, limit_native_threads
 from discoverygym.policy import Sample, SamplingContext, edit_stats
@@ -209,14 +203,15 @@ class Trainer:
         self.last_batch: TrainBatch | None = None  # the latest step's batch (agents.batch), for outside code
         self.step_index = 0
         self.history: list[dict] = []
-        self._writer: Any = None
         self._tmp: str | None = None
         self._pool: LocalEvaluator | None = None
         #: wall seconds of each rollout of the last :meth:`_judge` call, in rollout order
         self.last_rollout_s: list[float] = []
         #: ``time.perf_counter()`` at which operator jobs stop (inside :meth:`run` under a budget)
         self._ops_deadline: float | None = None
-        self._archive_saved = -math.inf  # time.monotonic() of the last archive.json written mid-run
+        #: TensorBoard, metrics.jsonl, states.jsonl, best.json, archive.json (``None``: no run directory)
+        self.files = (TrainLog(self.run_dir, record=self.problem.sota.get("value"), direction=self.problem.direction)
+                      if self.run_dir is not None else None)
         if resume:
             self._load_checkpoint()
         elif self.run_dir is not None:
@@ -262,7 +257,8 @@ class Trainer:
         errors: dict[str, int] = {}
         keys = [(g, k) for g, group in enumerate(samples) for k in range(len(group))]
         children = self._judge(starts, samples, keys)
-        self._states_log(children)
+        if self.files is not None:  # every judged child (the report draws evicted ones with their scores)
+            self.files.states(children, self.step_index + 1)
         outcomes = self._outcome_log()
         for (g, k), child in zip(keys, children):
             sample = samples[g][k]
@@ -330,15 +326,6 @@ class Trainer:
             "errors": errors,
         }
         return metrics
-
-    def _states_log(self, children: list[State]) -> None:
-        """Append the step's judged children to ``states.jsonl`` (id, parents, score, reward, valid,
-        step; no construction): the report draws states the archive later evicted with their scores."""
-        if self.run_dir is None:
-            return
-        with open(self.run_dir / STATES_FILE, "a") as fh:
-            fh.writelines(json.dumps({"id": c.id, "parents": list(c.parent_ids), "score": c.score, "reward": c.reward,
-                                     "valid": c.valid, "unscored": c.unscored, "step": self.step_index + 1}) + "\n" for c in children)
 
     def _outcome_log(self) -> Any:
         """The run's :class:`~discoverygym.outcomes.OutcomeLog` (every response in ``samples.jsonl``,
@@ -469,67 +456,34 @@ class Trainer:
         finally:
             self._ops_deadline = None
             self._close_pool()
-            if self._writer is not None:
-                self._writer.close()
-                self._writer = None
+            if self.files is not None:
+                self.files.close()
             if self._tmp is not None:
                 shutil.rmtree(self._tmp, ignore_errors=True)
                 self._tmp = None
-        if self.run_dir is not None:
+        if self.files is not None:
             self.reuse.close_batch()
-            self.reuse.archive.save(self.run_dir / "archive.json")
+            self.files.archive(self.reuse.archive, every_s=0.0)
         late = 0.0 if deadline is None else max(0.0, time.perf_counter() - deadline)
         return TrainResult(self.best, self.initial, self.step_index, self.history, time.perf_counter() - t0, late)
 
     # ------------------------------------------------------------------ logging
-    def _tb(self, step: int) -> Any:
-        """The TensorBoard writer (:class:`discoverygym.tensorboard.RunWriter`, the schema shared with
-        search and post-train); on resume it purges events from ``step`` on (the first step this
-        process logs), which a killed run may have written after its last checkpoint."""
-        if self._writer is None and self.run_dir is not None:
-            from discoverygym.tensorboard import RunWriter
-
-            # tensorboardX names event files by the second: a resume within the second of a kill would
-            # truncate the killed process's file, so each writer's file name carries its first step (so
-            # that TensorBoard, which reads files in name order, reads them in step order) and its pid
-            self._writer = RunWriter(self.run_dir, record=self.problem.sota.get("value"),
-                                     direction=self.problem.direction,
-                                     purge_step=step if step > 1 else None,
-                                     filename_suffix=f".step{step:09d}.{os.getpid()}")
-        return self._writer
-
     def _log(self, metrics: dict) -> None:
-        """The step's metrics into TensorBoard (the shared schema: ``score/best`` with the
-        ``score/record`` line, ``reward/*``, ``beta`` histogram + ``beta/mean``, ``perf/*``,
-        ``cost/evaluations``; per-group β only as the histogram), ``metrics.jsonl`` and ``best.json``."""
-        if self.run_dir is None:
+        """The step's TensorBoard scalars (+ the best state's picture every ``image_every`` steps) and
+        ``metrics.jsonl`` (:meth:`~.train_log.TrainLog.step`), ``best.json``, and ``archive.json`` every
+        :data:`~.train_log.ARCHIVE_EVERY_S` (a report of a running run shows its states)."""
+        if self.files is None:
             return
-        from discoverygym.tensorboard import BETA, COST_EVALUATIONS
-
-        step = metrics["step"]
-        writer = self._tb(step)
-        writer.scalars({tag: value for tag, value in metrics.items() if tag not in ("step", "errors")
-                        and not tag.startswith("beta/group_") and isinstance(value, (int, float))}, step)
-        writer.scalar(COST_EVALUATIONS, step * self.config.groups * self.config.group_size, step)
-        writer.histogram(BETA, [v for t, v in metrics.items() if t.startswith("beta/group_")], step)
-        every = self.config.image_every
+        step, every, image = metrics["step"], self.config.image_every, None
         if every and (step % every == 0 or step == 1) and self.best.solution is not None:
-            writer.image(self.env.unwrapped.picture(self.best, 256), step, self.best.score)
-        writer.flush()
-        with open(self.run_dir / "metrics.jsonl", "a") as fh:
-            fh.write(json.dumps(metrics) + "\n")
+            image = (self.env.unwrapped.picture(self.best, 256), self.best.score)
+        self.files.step(metrics, step * self.config.groups * self.config.group_size, image)
         self._write_best()
-        if time.monotonic() - self._archive_saved >= ARCHIVE_EVERY_S:  # a report of a running run shows its states
-            self.reuse.archive.save(self.run_dir / "archive.json")
-            self._archive_saved = time.monotonic()
+        self.files.archive(self.reuse.archive)
 
     def _write_best(self) -> None:
-        if self.run_dir is None:
-            return
-        data = {"env_id": self.config.env_id, "score": self.best.score, "reward": self.best.reward,
-                "step": self.step_index, "sota": dict(self.problem.sota), "initial_score": self.initial.score,
-                "state": self.best.to_dict(), "construction": self.best.solution, "program": self.best.code}
-        atomic_write_json(self.run_dir / "best.json", data, fsync=False)
+        if self.files is not None:
+            self.files.best(self.config.env_id, self.best, self.initial, self.step_index, self.problem.sota)
 
     # ------------------------------------------------------------------ checkpoints
     def _save_checkpoint(self) -> None:
@@ -546,24 +500,13 @@ class Trainer:
                 raise FileNotFoundError(f"no checkpoint in {self.run_dir} to resume from")
             # stopped (Ctrl-C) before its first checkpoint: nothing to restore, start from scratch
             # with the stored configuration, dropping whatever the first step had begun to log
-            (self.run_dir / "metrics.jsonl").write_text("")
-            truncate_jsonl(self.run_dir / "samples.jsonl", 0)
-            truncate_jsonl(self.run_dir / STATES_FILE, 0)
+            self.files.rewind([], 0)
             self._write_best()
             return
         self.step_index, self.best, self.initial, self.history = load_checkpoint(
             found, self.learner, self.sampler, self.reuse, self.rng, fresh_initial=self.initial)
-        # drop what a killed run logged after its checkpoint (the resumed run logs those steps again)
-        (self.run_dir / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in self.history))
-        truncate_jsonl(self.run_dir / "samples.jsonl", self.step_index)
-        truncate_jsonl(self.run_dir / STATES_FILE, self.step_index)
+        self.files.rewind(self.history, self.step_index)  # drop what a killed run logged after its checkpoint
 
-
-#: least seconds between two archive.json writes while a run goes on (it is written at the end too)
-ARCHIVE_EVERY_S = 10.0
-
-#: every judged child of a run, one JSON line each (``Trainer._states_log``; read by the report)
-STATES_FILE = "states.jsonl"
 
 #: xor-ed into rollout ids drawn from the trainer's generator (``default_rng(seed)``, the same stream as the
 #: env's own generator, which draws the initial state's id), so that the two never coincide systematically
