@@ -16,6 +16,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import discoverygym  # noqa: F401 - registers the env ids
+from discoverygym.envs import kernels
 from discoverygym.envs.kernels import CPU_PROXY_NOTE, CumsumTask, MatmulTask, make_kernelbench
 from discoverygym.rewards.kernels import specs
 from discoverygym.rewards.kernels.static_checks import violations
@@ -108,16 +109,29 @@ def _step(env_id: str, source: str, **kw) -> tuple[float, dict]:
     return reward, info
 
 
-def test_baseline_gets_a_labelled_cpu_proxy_score():
+def test_baseline_gets_a_labelled_cpu_proxy_score(monkeypatch):
+    """The labels and the score's arithmetic, whatever the machine's load.
+
+    The judge's clock check (unexplained time per call beyond ρ·median + δ is tampering) compares
+    two processes' clocks, so on a loaded CPU an honest baseline could be refused (issue 40: the
+    suite failed under load). That check is tested on its own with a forged report
+    (tests/sandbox/test_kernel_sandbox.py, "tampered"); here it is widened beyond any load (ρ = 10⁶,
+    δ = 10¹² μs), so the verdict depends only on the behaviour tested.
+    """
+    monkeypatch.setattr(kernels, "CPU_PROXY_TIMING", {**kernels.CPU_PROXY_TIMING, "rho": 1e6, "delta_us": 1e12})
     env_id = "KernelBench-L1-Cumsum-H100-v0"
     source = gym.make(env_id).unwrapped.task.initial_program()
-    # 20 rounds: the judge's clock check takes a minimum over rounds, robust on a loaded CPU
-    reward, info = _step(env_id, source, n_cases=1, case_budget_s=1.0, max_repeats=20)
+    reward, info = _step(env_id, source, n_cases=1, case_budget_s=1.0, max_repeats=3)
     assert info["valid"], info["error"]
     metrics = info["metrics"]
+    assert metrics["timing"]["rho"] == 1e6  # the judge ran with the widened check
     assert metrics["proxy"] == "cpu" and metrics["proxy_note"] == CPU_PROXY_NOTE
-    assert len(metrics["case_means_us"]) == len(specs.CUMSUM_CPU_BENCHMARKS)
-    assert info["score"] == metrics["geomean_us"] > 0 and math.isclose(reward, 1000.0 / info["score"])
+    means, judged = metrics["case_means_us"], metrics["case_judge_us"]
+    assert len(means) == len(specs.CUMSUM_CPU_BENCHMARKS)
+    assert all(m >= j > 0 for m, j in zip(means, judged))  # each case scores at least the judge's own clock
+    geomean = math.exp(sum(math.log(m) for m in means) / len(means))
+    assert info["score"] == metrics["geomean_us"] == pytest.approx(geomean, rel=1e-12)
+    assert math.isclose(reward, 1000.0 / info["score"])
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the behaviour without a GPU")
