@@ -144,9 +144,10 @@ def study(args: argparse.Namespace, console: Console, names: list[str], override
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from discoverygym.agents.trainer import has_checkpoint
-    from discoverygym.envs.registry import ENVS
+    from discoverygym.envs.registry import ENVS, problem_of
 
-    problem = ENVS[args.env_id]
+    # a construction env's problem, or a program env's task (LLM policies; same direction/record facts)
+    problem = ENVS[args.env_id] if args.env_id in ENVS else problem_of(args.env_id, "code", **(args.task_options or {}))
     for n in names:  # refuse bad values before a study directory is made
         make_config(n, 0, overrides)
     root, spec = _prepare_root(args, _study_spec(args, names, overrides))
