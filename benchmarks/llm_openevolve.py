@@ -100,22 +100,27 @@ class Server:
                 os.killpg(self.proc.pid, signal.SIGKILL)
 
 
-def run_openevolve(args: argparse.Namespace, model_dir: Path, out: Path) -> dict[str, Any]:
-    """Export the env, serve the model, run OpenEvolve for ``--samples`` iterations; its row."""
+def run_openevolve(args: argparse.Namespace, model_dir: Path, out: Path, seeded: bool = False) -> dict[str, Any]:
+    """Export the env, serve the model, run OpenEvolve for ``--samples`` iterations; its row.
+
+    ``seeded``: OpenEvolve's ``random_seed`` set (``--seed``): it then sends the same ``seed`` with
+    every request, and a server that honours it (``transformers serve`` does) answers the same prompt
+    with the same response. Unseeded (the default here): no seed anywhere, every response drawn anew.
+    """
     import yaml
 
-    work = out / "openevolve"
+    work = out / ("openevolve-seeded" if seeded else "openevolve")
     if (work / "row.json").exists():
         return json.loads((work / "row.json").read_text())
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     with Server(model_dir, work / "server.log") as server:
-        subprocess.run([sys.executable, "-m", "discoverygym", "export", args.env, str(work), "--to", "openevolve",
+        subprocess.run([sys.executable, "-m", "discoverygym.cli", "export", args.env, str(work), "--to", "openevolve",
                         "--api-base", server.api_base, "--model", str(model_dir), "--iterations", str(args.samples),
                         "--full-rewrite", "--timeout", "120"], check=True, env=_env())
         config = yaml.safe_load((work / "config.yaml").read_text())
         config["llm"].update(max_tokens=args.max_new_tokens, temperature=args.temperature, timeout=1800)
-        config["random_seed"] = args.seed
+        config["random_seed"] = args.seed if seeded else None
         config["evolution_trace"] = {"enabled": True, "format": "jsonl", "include_failures": True,
                                      "include_code": True, "output_path": str(work / "trace.jsonl")}
         (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
@@ -127,7 +132,8 @@ def run_openevolve(args: argparse.Namespace, model_dir: Path, out: Path) -> dict
     ok = [json.loads(x) for x in _lines(work / "trace.jsonl")]
     failed = [json.loads(x) for x in _lines(work / "trace_failures.jsonl")]
     scores = [t["child_metrics"].get("score") for t in ok if t.get("child_metrics", {}).get("valid") == 1.0]
-    row = {"system": "OpenEvolve 0.4.1 (transformers serve)", "samples": len(ok) + len(failed),
+    row = {"system": f"OpenEvolve 0.4.1 (transformers serve{', random_seed ' + str(args.seed) if seeded else ''})",
+           "samples": len(ok) + len(failed),
            "programs judged": len(ok), "valid": len(scores), "scores": scores, "wall_s": wall,
            "failures": _count(f.get("failure_reason") or f.get("error") or "failed" for f in failed)}
     (work / "row.json").write_text(json.dumps(row, indent=1))
@@ -155,12 +161,12 @@ def run_discoverygym(kind: str, args: argparse.Namespace, out: Path) -> dict[str
     k = args.group_size
     common = ["--policy", "hf:smollm2", "--seed", str(args.seed), "--run-dir", str(run_dir)]
     if kind == "search":
-        cmd = [sys.executable, "-m", "discoverygym", "search", args.env, "-C", "1", "-L", str(args.samples // k),
+        cmd = [sys.executable, "-m", "discoverygym.cli", "search", args.env, "--action-mode", "code", "-C", "1", "-L", str(args.samples // k),
                "-K", str(k), "--policy-kwargs", json.dumps({"max_new_tokens": args.max_new_tokens,
                                                              "temperature": args.temperature}), *common]
         name = "discoverygym search (RPUCG)"
     else:
-        cmd = [sys.executable, "-m", "discoverygym", "train", args.env, "--steps", str(args.samples // k),
+        cmd = [sys.executable, "-m", "discoverygym.cli", "train", args.env, "--steps", str(args.samples // k),
                "--groups", "1", "--group-size", str(k), "--max-new-tokens", str(args.max_new_tokens),
                "--temperature", str(args.temperature), *common]
         name = "discoverygym train (TTT-Discover)"
@@ -198,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-new-tokens", type=int, default=256)
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--systems", default="openevolve,search,train")
+    p.add_argument("--systems", default="openevolve,search,train",
+                   help="comma-separated: openevolve, openevolve-seeded (OpenEvolve's random_seed set), search, train")
     p.add_argument("--out", default="runs/llm-openevolve")
     p.add_argument("--no-write", action="store_true")
     args = p.parse_args(argv)
@@ -215,8 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     for system in args.systems.split(","):
         t0 = time.perf_counter()
         print(f"{system}: {args.samples} samples on {args.env} ...", flush=True)
-        if system == "openevolve":
-            rows.append(run_openevolve(args, convert(EMBEDDED["smollm2"]), out))
+        if system in ("openevolve", "openevolve-seeded"):
+            rows.append(run_openevolve(args, convert(EMBEDDED["smollm2"]), out, seeded=system.endswith("seeded")))
         else:
             rows.append(run_discoverygym(system, args, out))
         print(f"  done in {time.perf_counter() - t0:.0f} s", flush=True)
