@@ -45,7 +45,7 @@ def test_forged_log_is_caught_and_would_have_been_rewarded_on_main(circle_env, m
     assert observed == "rejected" and "archive.jsonl:3" in detail, detail
     from discoverygym.search.runlog import Replay
 
-    monkeypatch.setattr(Replay, "verify", lambda self, problem, source="": 0)  # main: no re-verification
+    monkeypatch.setattr(Replay, "verify", lambda self, *args, **kwargs: 0)  # main: no re-verification
     observed, detail = _probe("forged-log").run(env, base)
     assert observed == "REWARDED" and observed in FAILING, detail
 
