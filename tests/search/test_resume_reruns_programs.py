@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+from typing import ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -34,7 +35,7 @@ class SeededTask(ProgramTask):
     title = "Seeded"
     quantity = "answer"
     entry = "answer"
-    runs: list = []
+    runs: ClassVar[list] = []  # every evaluated program, across instances
 
     def __init__(self, timed: bool = False) -> None:
         self.nondeterministic = timed
