@@ -20,7 +20,8 @@ round on SOURCE and the bench env held out, so that the held-out search runs bef
 after the round at equal samples.
 
 Runs go into ``--out`` (one train run directory each, ``summary.json`` beside it when done: an
-interrupted study resumes, finished runs are skipped). Writes ``benchmarks/results/llm-discovery-<env>.md``
+interrupted study resumes, finished runs are skipped; a run's first ``steps × groups × group size``
+samples count, so a study can be shortened after the fact). Writes ``benchmarks/results/llm-discovery-<env>.md``
 and ``.png`` (two panels: valid rate and best score against samples; mean over seeds, each seed thin).
 Every process gets one torch thread; ``--jobs`` runs go side by side (2 on a 2-core machine; each
 run's peak memory is in the table).
@@ -86,10 +87,11 @@ def train_run(env_id: str, config: str, seed: int, args: argparse.Namespace, out
     done = run_dir / "summary.json"
     if done.exists():
         return json.loads(done.read_text())
-    cmd = [sys.executable, "-m", "discoverygym", "train", env_id, "--policy", args.model, "--agent", config,
+    cmd = [sys.executable, "-m", "discoverygym.cli", "train", env_id, "--policy", args.model, "--agent", config,
            "--seed", str(seed), "--steps", str(args.steps), "--groups", str(args.groups),
            "--group-size", str(args.group_size), "--max-new-tokens", str(args.max_new_tokens),
-           "--temperature", str(args.temperature), "--run-dir", str(run_dir), "--json"]
+           "--temperature", str(args.temperature), "--micro-batch", str(args.micro_batch),
+           "--run-dir", str(run_dir), "--json"]
     if run_dir.exists():
         cmd.append("--resume")
     run_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -105,6 +107,20 @@ def read_samples(run_dir: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def step_wall(run_dir: Path, steps: int) -> float | None:
+    """Seconds of the run's first ``steps`` steps (``perf/step_time_s`` of ``metrics.jsonl``; None if absent)."""
+    path = run_dir / "metrics.jsonl"
+    if not path.exists():
+        return None
+    times = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            m = json.loads(line)
+            if m.get("step") is not None and m.get("perf/step_time_s") is not None:
+                times[int(m["step"])] = float(m["perf/step_time_s"])
+    return sum(t for k, t in times.items() if k <= steps) if times else None
 
 
 def curves(samples: list[dict[str, Any]], higher: bool) -> tuple[list[float], list[float]]:
@@ -143,9 +159,14 @@ def _mean_sd(values: list[float]) -> str:
     return f"{mean:.6g} ± {sd:.2g}"
 
 
-def summarize(env_id: str, configs: list[str], seeds: list[int], out: Path, higher: bool
+def summarize(env_id: str, configs: list[str], seeds: list[int], out: Path, higher: bool, cap: int | None = None
               ) -> tuple[list[dict[str, Any]], dict[str, list[tuple[list[float], list[float]]]]]:
-    """Per-config rows (valid rate, best, p vs full, wall, memory) and each run's curves."""
+    """Per-config rows (valid rate, best, p vs full, wall, memory) and each run's curves.
+
+    ``cap``: only each run's first ``cap`` samples count (the equal sample budget; a run that drew
+    more, e.g. one made with more ``--steps``, is read up to the cap: its first samples are those
+    of a shorter run with the same seed, since a step's samples never depend on later steps).
+    """
     rows, all_curves = [], {}
     finals: dict[str, list[float]] = {}
     for config in configs:
@@ -156,7 +177,10 @@ def summarize(env_id: str, configs: list[str], seeds: list[int], out: Path, high
             if not done.exists():
                 continue
             summary = json.loads(done.read_text())
-            samples = read_samples(run_dir)
+            samples = read_samples(run_dir)[:cap]
+            if cap is not None:
+                per_step = max(1, len(read_samples(run_dir)) // max(1, int(summary.get("steps") or 1)))
+                summary = {**summary, "wall_s": step_wall(run_dir, cap // per_step) or summary["wall_s"]}
             runs.append((summary, samples, curves(samples, higher)))
         all_curves[config] = [c for _, _, c in runs]
         finals[config] = [c[1][-1] if c[1] else math.nan for _, _, c in runs]
@@ -181,7 +205,7 @@ def summarize(env_id: str, configs: list[str], seeds: list[int], out: Path, high
 def table(rows: list[dict[str, Any]], higher: bool) -> str:
     """The markdown table of :func:`summarize`'s rows."""
     lines = ["| config | runs | samples/run | valid % (mean ± sd) | runs with a valid sample | final best (mean ± sd) "
-             f"| best over seeds ({'max' if higher else 'min'}) | p vs full (two-sided) | wall s/run | peak RSS GiB | outcomes (all runs) |",
+             f"| best over seeds ({'max' if higher else 'min'}) | p vs full (two-sided) | step time s/run (sum of counted steps) | peak RSS GiB | outcomes (all runs) |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         finite = [v for v in r["final_best"] if not math.isnan(v)]
@@ -235,9 +259,9 @@ def irft_transfer(source: str, target: str, args: argparse.Namespace, out: Path)
     done = run_dir / "summary.json"
     if done.exists():
         return json.loads(done.read_text())
-    cmd = [sys.executable, "-m", "discoverygym", "post-train", "--problems", source, "--heldout", target,
+    cmd = [sys.executable, "-m", "discoverygym.cli", "post-train", "--problems", source, "--heldout", target,
            "--policy", args.model, "--policy-kwargs", json.dumps({"max_new_tokens": args.max_new_tokens}),
-           "--rounds", "1", "--trajectories", str(args.irft_trajectories), "--steps", "2", "--candidates", "4",
+           "--rounds", "1", "--seed", "0", "--trajectories", str(args.irft_trajectories), "--steps", "2", "--candidates", "4",
            "--sft-steps", str(args.irft_sft_steps), "--batch-size", "8", "--micro-batch-size", "1",
            "--max-length", "2048", "--eval-trajectories", str(args.irft_eval_trajectories), "--eval-steps", "2",
            "--eval-candidates", "4", "--executor", "inline", "--no-tensorboard", "--run-dir", str(run_dir), "--json"]
@@ -260,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--max-new-tokens", type=int, default=256)
     p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--micro-batch", type=int, default=1, help="sequences per forward/backward (default 1: memory)")
     p.add_argument("--model", default="hf:smollm2", help="policy (default hf:smollm2, the embedded model)")
     p.add_argument("--jobs", type=int, default=2, help="runs side by side, one torch thread each (default 2)")
     p.add_argument("--irft", default=None, help="source env of an IRFT transfer run to --env (e.g. ErdosMinOverlap-v0)")
@@ -295,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:  # one failed run is reported, the others go on
                 progress.console.print(f"[red]run failed: {exc}")
             progress.advance(task)
-    rows, all_curves = summarize(args.env, configs, seeds, out, higher)
+    rows, all_curves = summarize(args.env, configs, seeds, out, higher, cap=args.steps * args.groups * args.group_size)
     md = table(rows, higher)
     irft = None
     if args.irft and (out / f"irft-{args.irft}-to-{args.env}" / "summary.json").exists():
@@ -310,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     plot(args.env, all_curves, png)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     settings = {k: getattr(args, k) for k in ("env", "configs", "seeds", "steps", "groups", "group_size",
-                                              "max_new_tokens", "temperature", "model", "jobs")}
+                                              "max_new_tokens", "temperature", "micro_batch", "model", "jobs")}
     text = [f"# Does test-time training help a real model? ({args.env}, frozen start: SmolLM2-135M-Instruct)", "",
             f"Written by `benchmarks/llm_discovery.py`. {args.note}".rstrip(), "",
             f"Settings: {json.dumps(settings)}; samples per run = steps × groups × group size = "

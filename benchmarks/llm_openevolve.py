@@ -129,15 +129,25 @@ def run_openevolve(args: argparse.Namespace, model_dir: Path, out: Path, seeded:
         wall, _ = _timed([exe, str(work / f"initial_program{suffix}"), str(work / "evaluator.py"), "--config",
                           str(work / "config.yaml"), "--output", str(work / "output"),
                           "--iterations", str(args.samples)], work / "openevolve.log")
-    ok = [json.loads(x) for x in _lines(work / "trace.jsonl")]
-    failed = [json.loads(x) for x in _lines(work / "trace_failures.jsonl")]
-    scores = [t["child_metrics"].get("score") for t in ok if t.get("child_metrics", {}).get("valid") == 1.0]
     row = {"system": f"OpenEvolve 0.4.1 (transformers serve{', random_seed ' + str(args.seed) if seeded else ''})",
-           "samples": len(ok) + len(failed),
-           "programs judged": len(ok), "valid": len(scores), "scores": scores, "wall_s": wall,
-           "failures": _count(f.get("failure_reason") or f.get("error") or "failed" for f in failed)}
+           "wall_s": wall, "per_sample": openevolve_samples(work)}
     (work / "row.json").write_text(json.dumps(row, indent=1))
     return row
+
+
+def openevolve_samples(work: Path) -> list[dict[str, Any]]:
+    """One record per OpenEvolve iteration, in order, from its evolution trace (failures included):
+    ``{"i", "valid", "score", "outcome"}`` (``outcome``: ``valid``, the judge's error kind, or the
+    failure OpenEvolve recorded before judging, e.g. an identical rewrite)."""
+    per = []
+    for t in (json.loads(x) for x in _lines(work / "trace.jsonl")):
+        metrics, artifacts = t.get("child_metrics") or {}, t.get("artifacts") or {}
+        valid = metrics.get("valid") == 1.0
+        per.append({"i": t.get("iteration"), "valid": valid, "score": metrics.get("score") if valid else None,
+                    "outcome": "valid" if valid else str(artifacts.get("error_message") or "invalid").split(":")[0:2][-1].strip()[:40]})
+    for f in (json.loads(x) for x in _lines(work / "trace_failures.jsonl")):
+        per.append({"i": f.get("iteration"), "valid": False, "score": None, "outcome": str(f.get("error") or "failed")[:40]})
+    return sorted(per, key=lambda r: r["i"] or 0)
 
 
 def _lines(path: Path) -> list[str]:
@@ -171,27 +181,38 @@ def run_discoverygym(kind: str, args: argparse.Namespace, out: Path) -> dict[str
                "--temperature", str(args.temperature), *common]
         name = "discoverygym train (TTT-Discover)"
     wall, _ = _timed(cmd, out / f"{kind}.log")
-    samples = [json.loads(x) for x in _lines(run_dir / "samples.jsonl")]
-    scores = [s["score"] for s in samples if s.get("outcome") == "valid" and s.get("score") is not None]
-    row = {"system": name, "samples": len(samples), "programs judged": sum(1 for s in samples if s.get("outcome")
-                                                                           not in ("no_code", "truncated")),
-           "valid": len(scores), "scores": scores, "wall_s": wall,
-           "failures": _count(s.get("outcome") for s in samples if s.get("outcome") != "valid")}
+    per = [{"i": k, "valid": smp.get("outcome") == "valid", "score": smp.get("score") if smp.get("outcome") == "valid" else None,
+            "outcome": smp.get("outcome") or "unscored", "step": smp.get("step")}
+           for k, smp in enumerate((json.loads(x) for x in _lines(run_dir / "samples.jsonl")), 1)]
+    steps = _step_times(run_dir)
+    row = {"system": name, "wall_s": wall, "per_sample": per, "step_times_s": steps}
     (out / f"{kind}.row.json").write_text(json.dumps(row, indent=1))
     return row
 
 
-def table(rows: list[dict[str, Any]], higher: bool) -> str:
-    """The markdown table of the rows."""
-    lines = ["| system | samples | programs judged | valid | valid % | best score | wall s | failures |",
-             "|---|---|---|---|---|---|---|---|"]
+def _step_times(run_dir: Path) -> list[float]:
+    """Per-step seconds of a train run (``metrics.jsonl``'s ``perf/step_time_s``; [] for a search)."""
+    times = []
+    for line in _lines(run_dir / "metrics.jsonl"):
+        m = json.loads(line)
+        if m.get("perf/step_time_s") is not None:
+            times.append(float(m["perf/step_time_s"]))
+    return times
+
+
+def table(rows: list[dict[str, Any]], higher: bool, cap: int) -> str:
+    """The markdown table of the rows, each read up to its first ``cap`` samples (the equal budget)."""
+    lines = [f"| system | samples | valid | valid % | best score | wall s (whole run) | outcomes of the first {cap} |",
+             "|---|---|---|---|---|---|---|"]
     for r in rows:
-        finite = [s for s in r["scores"] if isinstance(s, (int, float)) and math.isfinite(s)]
-        best = (max(finite) if higher else min(finite)) if finite else None
-        pct = 100 * r["valid"] / r["samples"] if r["samples"] else 0.0
-        fails = ", ".join(f"{k}: {v}" for k, v in sorted(r["failures"].items(), key=lambda kv: -kv[1]))
-        lines.append(f"| {r['system']} | {r['samples']} | {r['programs judged']} | {r['valid']} | {pct:.0f} "
-                     f"| {'-' if best is None else f'{best:.6g}'} | {r['wall_s']:.0f} | {fails or '-'} |")
+        per = r["per_sample"][:cap]
+        scores = [x["score"] for x in per if x["valid"] and isinstance(x["score"], (int, float)) and math.isfinite(x["score"])]
+        best = (max(scores) if higher else min(scores)) if scores else None
+        pct = 100 * len(scores) / len(per) if per else 0.0
+        drawn = len(r["per_sample"])
+        fails = ", ".join(f"{k}: {v}" for k, v in sorted(_count(x["outcome"] for x in per).items(), key=lambda kv: -kv[1]))
+        lines.append(f"| {r['system']} | {len(per)}{f' (of {drawn} drawn)' if drawn > len(per) else ''} | {len(scores)} "
+                     f"| {pct:.0f} | {'-' if best is None else f'{best:.6g}'} | {r['wall_s']:.0f} | {fails or '-'} |")
     return "\n".join(lines)
 
 
@@ -199,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the three systems (each skipped when its row exists: resumable) and write the table."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--env", default="SumDifference-v0")
-    p.add_argument("--samples", type=int, default=24, help="LLM responses per system (default 24)")
+    p.add_argument("--samples", type=int, default=8, help="LLM responses per system (default 8); a system that "
+                   "drew more in an earlier call (resumed rows) is read up to this many")
     p.add_argument("--group-size", type=int, default=4, help="K of search / G of train (default 4)")
     p.add_argument("--max-new-tokens", type=int, default=256)
     p.add_argument("--temperature", type=float, default=1.0)
@@ -227,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             rows.append(run_discoverygym(system, args, out))
         print(f"  done in {time.perf_counter() - t0:.0f} s", flush=True)
-    md = table(rows, higher)
+    md = table(rows, higher, args.samples)
     print(md)
     if args.no_write:
         return 0
