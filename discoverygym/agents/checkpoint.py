@@ -28,10 +28,10 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from discoverygym.io import MAX_RUN_FILE_BYTES, atomic_write_json, check_input_file
-from discoverygym.search.runlog import Verified, verify_states
+from discoverygym.search.runlog import LogRejected, Verified, verify_states
 from discoverygym.types import State
 
-__all__ = ["Restored", "has_checkpoint", "latest_checkpoint", "load_checkpoint", "publish_checkpoint",
+__all__ = ["Restored", "checked_best", "has_checkpoint", "latest_checkpoint", "load_checkpoint", "publish_checkpoint",
            "read_json", "save_checkpoint", "truncate_jsonl", "verify_checkpoint"]
 
 
@@ -198,6 +198,7 @@ def load_checkpoint(where: Path, learner: Any, sampler: Any, reuse: Any, rng: np
         check_input_file(where / name, MAX_RUN_FILE_BYTES)
     reuse.load(where)
     verify_checkpoint(where, restored, reuse, fresh_initial=fresh_initial)
+    restored = restored._replace(best=checked_best(path, restored, fresh_initial))
     try:
         rng.bit_generator.state = data["rng"]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -207,6 +208,35 @@ def load_checkpoint(where: Path, learner: Any, sampler: Any, reuse: Any, rng: np
     if sampler is not learner:
         sampler.load_adapter(where / "learner" / "adapter", name=f"resume-{where.name}")
     return restored
+
+
+def checked_best(path: Path, restored: Restored, fresh_initial: State | None = None) -> State:
+    """The best state a resumed run may report: ``restored.best`` when it is valid and scored (it has
+    passed :func:`verify_checkpoint`), else the run's initial state.
+
+    A run's best is a valid state or, while nothing valid was found, its start state
+    (:class:`~discoverygym.agents.trainer.Trainer`): an invalid or unscored ``best`` is accepted only
+    as that start state (same id), and is then replaced by the freshly judged initial state
+    (``fresh_initial``, else ``restored.initial``), so that its logged reward is never trusted.
+
+    Args:
+        path: the checkpoint's ``trainer.json`` (named in the message).
+        restored: what it holds (:class:`Restored`).
+        fresh_initial: the initial state this process judged, or ``None``.
+
+    Raises:
+        LogRejected: (a ``ValueError``) an invalid or unscored ``best`` that is not the initial state.
+    """
+    best = restored.best
+    if best.valid and not best.metadata.get("unscored"):
+        return best
+    initial = fresh_initial if fresh_initial is not None else restored.initial
+    if best.id == initial.id:
+        return initial
+    marked = "unscored" if best.valid else "invalid"
+    raise LogRejected(f"{path}: best: logged state {best.id!r} is marked {marked} (score {best.score!r}, reward "
+                      f"{best.reward!r}), but a run's best is a valid state or its initial state; the log was "
+                      "altered and cannot be resumed")
 
 
 def verify_checkpoint(where: Path, restored: Restored, reuse: Any, *, fresh_initial: State | None = None) -> Verified:

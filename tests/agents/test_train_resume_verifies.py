@@ -58,6 +58,23 @@ def test_a_forged_best_is_refused_naming_file_and_key(circles_run):
         Trainer(cfg, run, resume=True)
 
 
+def test_a_forged_best_marked_invalid_is_refused(circles_run):
+    """Tester report (fix, item 1): ``valid: false`` skipped the re-check, and 2.9 became the run's best."""
+    cfg, run = circles_run
+    path = _checkpoint(run) / "trainer.json"
+    _edit(path, lambda d: d["best"].update(id="forged", solution=FORGED, score=2.9, reward=2.9, valid=False))
+    with pytest.raises(ValueError, match=rf"{path}: best: logged state 'forged' is marked invalid .*cannot be resumed"):
+        Trainer(cfg, run, resume=True)
+
+
+def test_an_invalid_best_that_is_the_start_state_resumes_as_the_judged_start(circles_run):
+    cfg, run = circles_run
+    path = _checkpoint(run) / "trainer.json"
+    _edit(path, lambda d: d.update(best={**d["initial"], "score": 2.9, "reward": 2.9, "valid": False}))
+    trainer = Trainer(cfg, run, resume=True)
+    assert trainer.best.valid and trainer.best.reward == trainer.initial.reward < 2.7
+
+
 def test_a_forged_archive_state_is_refused_naming_file_and_key(circles_run):
     cfg, run = circles_run
     path = _checkpoint(run) / "archive.json"
