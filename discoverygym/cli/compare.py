@@ -76,9 +76,14 @@ def _study_spec(args: argparse.Namespace, names: list[str], overrides: dict) -> 
 def _prepare_root(args: argparse.Namespace, spec: dict) -> tuple[Path, dict]:
     """The study directory and the study to run: new (``--run-dir`` or a fresh default), or the
     stored one ``--resume`` finishes (its overrides, with the ``RESUMABLE_FIELDS`` from
-    the command line when given; other given values must match)."""
+    the command line when given, less ``budget_s``; other given values must match).
+
+    ``--budget-s`` is not resumable here as it is for ``train``: the finished runs were scored at the
+    stored wall budget, so a different one would print one budget over scores taken at another."""
     from discoverygym.agents.trainer import RESUMABLE_FIELDS
     from discoverygym.io import file_in_the_way
+
+    resumable = tuple(k for k in RESUMABLE_FIELDS if k != "budget_s")
 
     if args.run_dir is None:
         if args.resume:
@@ -99,11 +104,11 @@ def _prepare_root(args: argparse.Namespace, spec: dict) -> tuple[Path, dict]:
             raise UsageError(f"cannot read {stored_path}: {exc}") from None
         given, kept = spec["overrides"], dict(stored.get("overrides", {}))
         diff = sorted(k for k in spec if k != "overrides" and stored.get(k) != spec[k])
-        diff += sorted(k for k, v in given.items() if k not in RESUMABLE_FIELDS and kept.get(k) != v)
+        diff += sorted(k for k, v in given.items() if k not in resumable and kept.get(k) != v)
         if diff:
             raise UsageError(f"--resume continues the stored study; these arguments differ from it: {', '.join(diff)}"
                              f" (stored: {json.dumps({k: stored.get(k, kept.get(k)) for k in diff})})")
-        kept.update({k: v for k, v in given.items() if k in RESUMABLE_FIELDS})
+        kept.update({k: v for k, v in given.items() if k in resumable})
         return root, {**stored, "overrides": kept}
     if stored_path.exists():
         raise UsageError(f"{root} already holds a compare study: finish it with --resume, or drop --run-dir "

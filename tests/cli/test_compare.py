@@ -166,6 +166,10 @@ def test_study_runs_the_benchmark_references_through_the_benchmark_runner(tmp_pa
     stamp = (study / "reference-seed0" / "result.json").stat().st_mtime_ns
     assert main([*argv, "--resume"]) == 0  # finished runs are read back, not rerun
     assert (study / "reference-seed0" / "result.json").stat().st_mtime_ns == stamp
+    # the finished runs were scored at 3 s: another budget on resume is refused, not printed over them
+    capsys.readouterr()
+    assert main([*argv, "--resume", "--budget-s", "1"]) == 2
+    assert 'differ from it: budget_s (stored: {"budget_s": 3.0})' in capsys.readouterr().err
     # a reference has no step count to stop it: without a wall budget it is refused
     assert main(["compare", "CirclePacking-26-v0", "--configs", "full,cma-es", "--run-dir", str(tmp_path / "x")]) == 2
     assert "--budget-s" in capsys.readouterr().err
