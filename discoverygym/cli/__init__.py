@@ -6,7 +6,7 @@ parser), :mod:`~discoverygym.cli.audit` (``audit``), :mod:`~discoverygym.cli.sea
 Sub-commands call down into agents/search/envs; nothing below imports this package.
 
 Exit codes: 0 when the candidate was evaluated (valid or not), 2 for usage errors (unknown env,
-unreadable file, wrong file format), 3 when a backend the job needs is missing here (no GPU to time
+unreadable file, wrong file format, a ``--plugin`` file whose own code fails), 3 when a backend the job needs is missing here (no GPU to time
 a kernel that passed its correctness checks, an uninstalled extra, an unreachable server), 141 when
 the reader of standard output went away (``discoverygym list --json | head -1``; no traceback).
 """

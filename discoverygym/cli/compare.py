@@ -169,6 +169,7 @@ def study(args: argparse.Namespace, console: Console, names: list[str], override
         for (name, seed), config in configs.items():
             run_dir = root / f"{name}-seed{seed}"
             progress.update(task, description=f"{name} seed {seed}")
+            args.current_run = f"config {name!r} seed {seed} ({run_dir})"  # named if a --plugin's code raises
 
             def on_step(m: dict) -> None:
                 progress.update(task, best=_fmt(m["score/best"], 8))

@@ -523,14 +523,20 @@ def load_plugins(paths: list[str]) -> None:
     :func:`~discoverygym.agents.config.register_config`) is known by name.
 
     Raises:
-        UsageError: a missing or unreadable file, or one that fails to import (its error in one line).
+        UsageError: a missing file or one that is not a regular file (a directory, FIFO, device: it
+            says which), or one that fails to import (its error in one line) or calls ``sys.exit``
+            at import.
     """
     import importlib.util
 
     for path in paths:
         file = Path(path)
-        if not file.is_file():
+        if not file.exists():
             raise UsageError(f"--plugin {path}: no such file")
+        try:
+            check_input_file(file)
+        except ValueError as exc:
+            raise UsageError(f"--plugin {exc}") from None
         name = "discoverygym_plugin_" + "".join(c if c.isalnum() else "_" for c in file.stem)
         if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(file.resolve()):
             continue
@@ -544,6 +550,24 @@ def load_plugins(paths: list[str]) -> None:
         except Exception as exc:  # noqa: BLE001 - a plugin's own error, reported in one line
             del sys.modules[name]
             raise UsageError(f"--plugin {path} failed to import: {type(exc).__name__}: {one_line(exc)}") from None
+        except SystemExit as exc:  # a plugin registers names; it does not end the command
+            del sys.modules[name]
+            raise UsageError(f"--plugin {path} called sys.exit({exc.code!r}) at import; a plugin only registers "
+                             "objectives, losses and configs") from None
+
+
+def plugin_error(exc: BaseException, paths: list[str]) -> str | None:
+    """Where a ``--plugin`` file's own code raised ``exc`` (``"FILE, line N, in FUNC: Type: message"``, its
+    innermost frame in one of ``paths``), or ``None`` when no frame of the traceback is in a plugin
+    (then the error is discoverygym's own and keeps its traceback)."""
+    import traceback
+
+    files = {str(Path(p).resolve()) for p in paths}
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename in files]
+    if not frames:
+        return None
+    where = frames[-1]
+    return f"{where.filename}, line {where.lineno}, in {where.name}: {type(exc).__name__}: {one_line(exc)}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -567,6 +591,14 @@ def run(args: argparse.Namespace) -> int:
             hint = f" (the run in {args.run_dir} continues with --resume once it is available)"
         print(f"discoverygym: unavailable here: {' '.join(str(exc).split())}{hint}", file=sys.stderr)
         return 3
+    except Exception as exc:
+        where = plugin_error(exc, getattr(args, "plugin", None) or [])
+        if where is None:
+            raise
+        running = getattr(args, "current_run", None)
+        print(f"discoverygym: error: the --plugin code raised{f' in {running}' if running else ''}: {where}; "
+              f"once it is fixed, continue with `{_resume_hint(args)}`", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         hint = _resume_hint(args)
         console.print(f"interrupted: continue with `{hint}`", highlight=False, markup=False,

@@ -50,6 +50,41 @@ def test_a_broken_plugin_is_a_one_line_usage_error(tmp_path, capsys, registries)
     assert "no such file" in capsys.readouterr().err
 
 
+def test_a_plugin_path_that_is_no_file_or_exits_is_a_one_line_usage_error(tmp_path, capsys, registries):
+    """Tester report (fix, item 7): a directory or a device said "no such file"; sys.exit(0) ended compare silently."""
+    exits = tmp_path / "exits.py"
+    exits.write_text("import sys\nsys.exit(0)\n")
+    for path, said in ((tmp_path, "is a directory"), ("/dev/zero", "is a device"),
+                       (exits, "called sys.exit(0) at import")):
+        assert main(["compare", "CirclePacking-26-v0", "--plugin", str(path)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and said in err, err
+
+
+def test_a_plugin_objective_that_raises_in_a_study_is_one_line_with_the_resume_command(tmp_path, capsys, registries):
+    """Tester report (fix, item 3): the plugin's run-time error was a raw traceback with exit 1."""
+    boom = tmp_path / "boom_obj.py"
+    boom.write_text("from discoverygym.agents.config import register_config\n"
+                    "from discoverygym.agents.objectives import register_objective\n"
+                    "def factory(**kw):\n"
+                    "    def obj(rewards, *a, **k):\n"
+                    "        raise RuntimeError('BOOM objective was called')\n"
+                    "    return obj\n"
+                    "register_objective('boom', factory)\n"
+                    "register_config('boom', {'objective': 'boom'}, 'objective that raises')\n")
+    study = tmp_path / "s"
+    argv = ["compare", "CirclePacking-26-v0", "--configs", "boom", "--seeds", "1", "--steps", "1", "--groups", "1",
+            "--group-size", "2", "--policy", "gaussian", "--plugin", str(boom), "--run-dir", str(study)]
+    try:
+        assert main(argv) == 2
+    finally:
+        sys.modules.pop("discoverygym_plugin_boom_obj", None)
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0, err
+    assert "in config 'boom' seed 0" in err and f"{boom}, line 5, in obj: RuntimeError: BOOM" in err
+    assert err.endswith(f"--plugin {boom} --run-dir {study} --resume`")
+
+
 def test_verl_style_estimator_gives_the_grpo_advantages(registries):
     import runpy
 
