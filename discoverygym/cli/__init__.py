@@ -293,8 +293,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="score a construction (JSON) or a program (.py, .cpp), run in the sandbox",
         description="Score a JSON construction (bare, or an object with a 'construction' key) or a "
         "Python program defining construct(seed, budget_s, parent), run in the sandbox; for program "
-        "problems (TriMul/MLADecode kernels, AHC039/AHC058 C++, ScRNADenoising) the program in the "
-        "task's language, judged by its protocol. The score is always recomputed by the verifier. "
+        "problems (TriMul/MLADecode kernels, AHC039/AHC058 C++, ScRNADenoising, QubitRouting and "
+        "ZonedNeutralAtom Python programs) the program in the task's language, judged by its protocol "
+        "under its own limits (see --timeout). The score is always recomputed by the verifier. "
         "Exit codes: 0 whenever it evaluated (valid or not); 2 for usage errors (unknown env or "
         "option, unreadable file or case files, a data set missing offline); 3 when a backend is "
         "missing here (no GPU to time a kernel that passed its correctness checks).",
@@ -303,11 +304,14 @@ def build_parser() -> argparse.ArgumentParser:
     p_eval.add_argument("file", nargs="?", help="construction .json or program .py (default: the bundled example)")
     p_eval.add_argument("--json", action="store_true", help="print one JSON object (valid, score, reward, error...)")
     p_eval.add_argument("--timeout", type=float, default=None,
-                        help="wall-clock limit of a Python program for construction problems, seconds (default 60)")
+                        help="wall-clock limit of a Python program for construction problems, seconds (default 60). "
+                        "Program problems keep their own limits: AtCoder 2 s per case, QubitRouting 120 s per "
+                        "case, ZonedNeutralAtom 60 s per circuit (a placer using its whole budget_s, 48 s, on "
+                        "each of the 16 circuits takes about 13 min; --n-cases 1 judges one)")
     p_eval.add_argument("--seed", type=seed_value, default=0, help="seed passed to the program / of generated cases (default 0)")
-    group = p_eval.add_argument_group("program problems (kernels, AtCoder, denoising)")
+    group = p_eval.add_argument_group("program problems (kernels, AtCoder, denoising, qubit routing, ZNAA)")
     group.add_argument("--cases", metavar="DIR", help="AtCoder: judge on the input files in DIR instead of generated cases")
-    group.add_argument("--n-cases", type=int, metavar="N", help="AtCoder: number of generated cases (default 150); QubitRouting: the first N suite cases (default all 72)")
+    group.add_argument("--n-cases", type=int, metavar="N", help="AtCoder: number of generated cases (default 150); QubitRouting: the first N suite cases (default all 72); ZonedNeutralAtom: the first N circuits (default all 16)")
     group.add_argument("--dataset", metavar="NAME", help="denoising: data set (default celltypist-pbmc)")
     group.add_argument("--device", metavar="D", help="kernels: 'cuda' (timed) or 'cpu' (small shapes, CPU-timing proxy score)")
     group.add_argument("--allow-unconfined", action="store_true",

@@ -138,6 +138,8 @@ class ZonedNeutralAtomTask(ProgramTask):
                 if not isinstance(circuits, (str, list, tuple)):
                     raise TypeError(f"circuits must be None, a count or circuit names, got {circuits!r}")
                 chosen = [circuits] if isinstance(circuits, str) else list(circuits)
+                if not chosen:
+                    raise ValueError(f"circuits: give at least one circuit name, or None for all {len(names)}")
                 unknown = [c for c in chosen if c not in names]
                 if unknown:
                     raise ValueError(f"unknown circuits {unknown}; known: {', '.join(names)}")

@@ -76,6 +76,21 @@ def test_options_are_checked():
         make_znaa(device="cuda")
     with pytest.raises(ValueError, match="1 to"):
         make_znaa(circuits=0)
+    for empty in ([], ()):  # tester report (fix, item 4): accepted at make, then reset() raised
+        with pytest.raises(ValueError, match="at least one circuit"):
+            gym.make("ZonedNeutralAtom-v0", circuits=empty)
+
+
+def test_evaluate_help_gives_the_per_circuit_limit(capsys, monkeypatch):
+    """Tester report (fix, item 4): --timeout named only construction problems; ZNAA's 60 s per circuit was unsaid."""
+    from discoverygym.cli import main
+
+    monkeypatch.setenv("COLUMNS", "400")
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    out = capsys.readouterr().out
+    assert f"ZonedNeutralAtom {make_znaa().case_time_limit_s:g} s per circuit" in out
+    assert f"ZonedNeutralAtom: the first N circuits (default all {len(suite_names())})" in out
 
 
 def test_histogram_bins():
