@@ -88,13 +88,18 @@ def _table(cert: dict) -> Table:
         table.add_row("beats best known", f"{verdict} (best known {record['value']}, {record['source']}"
                       + (f"; public construction certifies to {record['public_construction_certified']}"
                          if record.get("public_construction_certified") else "") + ")")
-    claim = cert.get("claim")
-    if claim:
-        style = {"overstated": "[red]", "consistent": "[green]"}.get(claim["verdict"], "")
+    for claim in cert.get("claims") or ([cert["claim"]] if cert.get("claim") else []):
+        style = {"overstated": "[red]", "consistent": "[green]", "unreadable": "[red]"}.get(claim["verdict"], "")
         text = f"{claim['claimed']} ({claim.get('key', 'claimed')}): {style}{claim['verdict']}[/]" if style else \
             f"{claim['claimed']} ({claim.get('key', 'claimed')}): {claim['verdict']}"
         if claim["verdict"] == "overstated":
-            text += f" — the construction's true value is {cert['value']}, not the claimed {claim['claimed']}"
+            from discoverygym.records import RECORDS
+
+            bound = "at most" if RECORDS[cert["env_id"]].direction == "min" else "at least"
+            text += (f" — read as a bound (the value is {bound} the claim), it is not proved: the construction's "
+                     f"true value is {cert['value']}")
+        elif claim["verdict"] == "unreadable":
+            text += " — not a number, so not judged"
         table.add_row("file's claim", text)
     table.add_row("certified by", cert["certified_by"])
     return table

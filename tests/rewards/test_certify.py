@@ -109,6 +109,32 @@ def test_an_overstated_claim_is_exposed_and_a_rounded_up_one_is_conservative():
     assert judge_claim(Decimal("0.65"), value, "min")["verdict"] == "conservative"
 
 
+def test_a_claim_is_judged_as_the_bound_it_states():
+    """Tester report (fix, item 5): for a min problem, 0.38 claimed for a true 0.3808… was 'consistent'."""
+    value = certify_erdos([Decimal("0.5"), 2])  # C5 = 0.64 (lower is better)
+    assert judge_claim(Decimal("0.6"), value, "min")["verdict"] == "overstated"  # "C5 <= 0.6" is false
+    assert judge_claim(Decimal("0.7"), value, "min")["verdict"] == "consistent"  # 0.64 rounded up to 1 digit
+    assert judge_claim(Decimal("0.7"), value, "max")["verdict"] == "overstated"  # "C >= 0.7" is false
+    assert judge_claim(Decimal("0.6"), value, "max")["verdict"] == "consistent"
+
+
+def test_string_and_several_claims_are_each_judged_or_reported_unreadable(tmp_path):
+    heights = [Decimal("0.5"), 2]  # C5 = 0.64
+    cert = certify("ErdosMinOverlap-v0", {"construction": heights, "claimed": "0.6", "value": "nope",
+                                          "score": Decimal("0.64")})
+    assert [(c["key"], c["verdict"]) for c in cert["claims"]] == [
+        ("claimed", "overstated"), ("value", "unreadable"), ("score", "consistent")]
+    assert cert["claim"] == cert["claims"][0]
+
+
+def test_a_number_with_too_many_digits_is_one_line_of_ours(tmp_path, capsys):
+    path = tmp_path / "big.json"
+    path.write_text('{"construction": [' + "9" * 5000 + ", 1]}")
+    assert main(["certify", "ErdosMinOverlap-v0", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "a number of 5000 digits" in err and "set_int_max_str_digits" not in err
+
+
 def test_the_erdos_record_file_certifies_below_the_best_known(tmp_path, capsys):
     path = RECORDS / "erdos_min_overlap_moonshot.json"
     cert = certify("ErdosMinOverlap-v0", read_exact_json(path))

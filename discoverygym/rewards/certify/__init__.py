@@ -7,11 +7,14 @@ compares the result with the best known value (:mod:`discoverygym.records`) and 
 file claims for itself, and returns the certificate as a JSON-safe dict. ``discoverygym certify``
 is its command line.
 
-Claims: a file's own figure (key ``claimed``, ``claim``, ``value`` or ``score``) is *consistent*
-when it equals the certified value to its printed digits (half a unit in its last digit, plus
-1e-12 relative for float64 claims), *conservative* when it is worse than the truth (harmless:
-the construction is better than claimed), and *overstated* when it is better than the truth: the
-file claims a bound its construction does not prove.
+Claims: a file's own figure (key ``claimed``, ``claim``, ``value`` or ``score``; a JSON number or a
+numeric string) is read as the bound it states in the problem's direction (for a minimised
+quantity, "the value is at most the claim"). It is *overstated* unless the certified value implies
+that bound (claim >= the true value for a min problem, claim <= it for a max problem): a claim of
+0.38 for a true 0.380872… is overstated, rounding is no excuse. A claim the certified value implies
+is *consistent* when it lies less than one unit of its own last printed digit from the true value
+(or 1e-12 relative, for float64 claims), else *conservative* (harmless: the construction is better than
+claimed). A claim that is not a finite number is *unreadable*; every claim key present is judged.
 """
 
 from __future__ import annotations
@@ -52,6 +55,18 @@ CERTIFIERS: dict[str, Callable[[Any], Certified]] = {
 CLAIM_KEYS = ("claimed", "claim", "value", "score")
 #: largest construction file read (bytes): 100,000 pieces of 25-character numbers fit in 3 MB
 MAX_FILE_BYTES = 64 * 2**20
+#: most digits of one number in a construction file (Python's own int-conversion limit, 4300)
+MAX_NUMBER_DIGITS = 4300
+
+
+def _number_digits(text: str) -> str:
+    """``text`` (a JSON number), refused when its mantissa has more than :data:`MAX_NUMBER_DIGITS` digits."""
+    mantissa = text.lower().split("e")[0]
+    digits = len(mantissa) - (mantissa[:1] == "-") - ("." in mantissa)
+    if digits > MAX_NUMBER_DIGITS:
+        raise ValueError(f"a number of {digits} digits (starting {text[:20]}…); certify reads numbers of at most "
+                         f"{MAX_NUMBER_DIGITS} digits")
+    return text
 
 
 def read_exact_json(path: str | Path) -> Any:
@@ -59,7 +74,7 @@ def read_exact_json(path: str | Path) -> Any:
 
     Raises:
         ValueError: not a regular file, larger than :data:`MAX_FILE_BYTES`, unreadable, or not JSON
-            (the message names the file).
+            (the message names the file); a number of more than :data:`MAX_NUMBER_DIGITS` digits.
     """
     path = Path(path)
     if not path.is_file():
@@ -67,35 +82,66 @@ def read_exact_json(path: str | Path) -> Any:
     if path.stat().st_size > MAX_FILE_BYTES:
         raise ValueError(f"{path} is larger than {MAX_FILE_BYTES // 2**20} MiB")
     try:
-        return json.loads(path.read_text(), parse_float=Decimal)
+        return json.loads(path.read_text(), parse_float=lambda t: Decimal(_number_digits(t)),
+                          parse_int=lambda t: int(_number_digits(t)))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ValueError(f"{path} is not readable JSON: {exc}") from None
 
 
-def _claim(data: Any) -> tuple[str, Decimal] | None:
+def _claims(data: Any) -> list[tuple[str, Any, Decimal | None]]:
+    """Every claim key of ``data`` present (:data:`CLAIM_KEYS` order) as ``(key, as written, value)``;
+    value ``None`` when it is not a finite number or numeric string."""
     if not isinstance(data, dict):
-        return None
+        return []
+    out = []
     for key in CLAIM_KEYS:
-        value = data.get(key)
-        if isinstance(value, (Decimal, int)) and not isinstance(value, bool):
-            return key, Decimal(value)
-    return None
+        if key not in data:
+            continue
+        raw, value = data[key], None
+        if isinstance(raw, (Decimal, int, float, str)) and not isinstance(raw, bool):
+            try:
+                value = Decimal(raw.strip() if isinstance(raw, str) else raw)
+            except ArithmeticError:
+                value = None
+            if value is not None and not value.is_finite():
+                value = None
+        out.append((key, raw, value))
+    return out
+
+
+def _written(raw: Any) -> str:
+    """A claim as the file wrote it, cut to 40 characters."""
+    text = raw if isinstance(raw, str) else json.dumps(raw, default=str)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def judge_claim(claim: Decimal, value: Certified, direction: str) -> dict:
     """Compare a file's claimed value with the certified one (see the module docstring).
 
+    The claim is read as a bound in ``direction`` ("value <= claim" for ``"min"``, ">=" for ``"max"``):
+    *overstated* unless the certified value implies it (for an inexact certificate, the whole
+    interval must), else *consistent* when less than one unit of the claim's last digit (or 1e-12
+    relative) above the truth (below it for ``"max"``), else *conservative*.
+
+    Args:
+        claim: the claimed value, exactly as written.
+        value: the certified value.
+        direction: ``"min"`` or ``"max"`` (the problem's).
+
     Returns:
         ``{"claimed", "verdict" ("consistent" | "conservative" | "overstated"), "difference"}``,
         difference = claimed − certified (leading digits).
     """
-    truth = value.exact if value.exact is not None else Fraction(value.interval[0])
+    if value.exact is not None:
+        lo = hi = value.exact
+    else:
+        lo, hi = Fraction(value.interval[0]), Fraction(value.interval[1])
     q = Fraction(claim)
-    digits = max(0, -claim.as_tuple().exponent)
-    slack = Fraction(1, 2 * 10**digits) + abs(truth) * Fraction(1, 10**12)
-    diff = q - truth
-    better = diff < 0 if direction == "min" else diff > 0
-    verdict = "consistent" if abs(diff) <= slack else ("overstated" if better else "conservative")
+    implied = q >= hi if direction == "min" else q <= lo
+    diff = q - (hi if direction == "min" else lo)
+    unit = Fraction(1, 10 ** max(0, -claim.as_tuple().exponent))  # of the claim's last printed digit
+    close = abs(diff) < unit or abs(diff) <= abs(hi) * Fraction(1, 10**12)
+    verdict = "overstated" if not implied else "consistent" if close else "conservative"
     return {"claimed": str(claim), "verdict": verdict, "difference": f"{float(diff):.3g}"}
 
 
@@ -109,7 +155,8 @@ def certify(env_id: str, data: Any, source: str = "") -> dict:
 
     Returns:
         ``{"env_id", "source", "valid", "error", "value", "value_exact", "interval", "formula",
-        "method", "convention", "facts", "claim", "record", "beats_record", "inputs", "certified_by"}``;
+        "method", "convention", "facts", "claim", "claims", "record", "beats_record", "inputs",
+        "certified_by"}`` (``claims``: every claim key judged, ``claim`` the first or ``None``);
         for an invalid construction ``valid`` is False, ``error`` names the broken rule and the
         value fields are None.
 
@@ -130,14 +177,14 @@ def certify(env_id: str, data: Any, source: str = "") -> dict:
               "convention": entry.record.convention}
     out: dict = {"env_id": env_id, "source": source, "valid": False, "error": None, "value": None,
                  "value_exact": None, "interval": None, "record": record, "beats_record": None,
-                 "claim": None, "certified_by": _version()}
-    claim = _claim(data)
+                 "claim": None, "claims": [], "certified_by": _version()}
+    claims = _claims(data)
     try:
         cert = certifier(construction)
     except InvalidSolution as exc:
         out["error"] = str(exc)
-        if claim is not None:
-            out["claim"] = {"key": claim[0], "claimed": str(claim[1]), "verdict": "invalid construction"}
+        judged = [{"key": key, "claimed": _written(raw), "verdict": "invalid construction"} for key, raw, _ in claims]
+        out.update(claim=judged[0] if judged else None, claims=judged)
         return out
     bounds = [Fraction(Decimal(repr(entry.record.value)))] + (
         [Fraction(Decimal(entry.record.certified))] if entry.record.certified else [])
@@ -152,8 +199,10 @@ def certify(env_id: str, data: Any, source: str = "") -> dict:
     strict = cert.facts.get("strict_lower_bound")
     if strict is not None:  # a packing that needs the 1e-12 tolerance beats a record only strictly
         out["beats_record"] = Fraction(Decimal(strict.rstrip("…"))) > bound
-    if claim is not None:
-        out["claim"] = {"key": claim[0], **judge_claim(claim[1], cert, entry.direction)}
+    judged = [{"key": key, **judge_claim(value, cert, entry.direction)} if value is not None else
+              {"key": key, "claimed": _written(raw), "verdict": "unreadable", "difference": None}
+              for key, raw, value in claims]
+    out.update(claim=judged[0] if judged else None, claims=judged)
     out["inputs"] = cert.inputs
     return out
 
