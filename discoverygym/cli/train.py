@@ -455,7 +455,7 @@ def _print_summary(console: Console, summary: dict, problem: Any, config: Any, r
 def _compare(args: argparse.Namespace, console: Console) -> int:
     """``compare``: check the arguments, then run the study (:func:`discoverygym.cli.compare.study`)."""
     from discoverygym.agents.bench import REFERENCES, trainer_config
-    from discoverygym.agents.config import config_overrides
+    from discoverygym.agents.config import _VALUE_ALIASES, config_overrides
     from discoverygym.cli.compare import study
     from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
     from discoverygym.policy import is_llm_spec
@@ -472,11 +472,18 @@ def _compare(args: argparse.Namespace, console: Console) -> int:
 
     names = [AGENTS.get(n.strip(), n.strip()) for n in args.configs.split(",") if n.strip()]
     for n in names:
+        keys = [p.partition("=")[0].strip() for p in n.split("+") if "=" in p]
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        if twice:  # the overrides would contradict each other, the last one silently winning
+            raise UsageError(f"config {n!r} sets {', '.join(twice)} more than once; give each setting once")
         if n not in REFERENCES:
             try:
                 config_overrides(n)
             except ValueError as exc:
-                raise UsageError(f"{exc} (references: {', '.join(REFERENCES)}; a plugin's configs need --plugin FILE)") from None
+                aliases = "; ".join(f"{key} aliases: " + ", ".join(f"{a} = {b}" for a, b in table.items())
+                                    for key, table in _VALUE_ALIASES.items() if f"unknown {key} " in str(exc))
+                raise UsageError(f"{exc}{f' ({aliases})' if aliases else ''} (references: {', '.join(REFERENCES)}; "
+                                 "a plugin's configs need --plugin FILE)") from None
     if any(n in REFERENCES for n in names) and args.budget_s is None:
         raise UsageError(f"the references ({', '.join(n for n in names if n in REFERENCES)}) run for a wall budget: "
                           "give --budget-s (and the trainer configs get the same budget)")

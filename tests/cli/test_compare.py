@@ -173,3 +173,14 @@ def test_study_runs_the_benchmark_references_through_the_benchmark_runner(tmp_pa
     # a reference has no step count to stop it: without a wall budget it is refused
     assert main(["compare", "CirclePacking-26-v0", "--configs", "full,cma-es", "--run-dir", str(tmp_path / "x")]) == 2
     assert "--budget-s" in capsys.readouterr().err
+
+
+def test_config_override_errors_name_the_aliases_and_refuse_a_key_given_twice(tmp_path, capsys):
+    """Tester report (fix, item 6): expected-reward was missing from the known list; reuse=puct+reuse=none ran."""
+    assert main(["compare", "CirclePacking-26-v0", "--configs", "objective=nope", "--run-dir", str(tmp_path / "a")]) == 2
+    assert "expected-reward = mean-baseline" in capsys.readouterr().err
+    assert main(["compare", "CirclePacking-26-v0", "--configs", "full,reuse=puct+reuse=none",
+                 "--run-dir", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "sets reuse more than once" in err
+    assert not (tmp_path / "b").exists()  # refused before a study directory is made
