@@ -137,7 +137,7 @@ def _cmd_list(args: argparse.Namespace, console: Console) -> int:
                      "action": f"code ({task.language})", "record": task.sota["value"],
                      "source": task.sota["source"], "failure_reward": task.failure_reward})
     if args.json:
-        print(json.dumps(rows, indent=1))
+        print(json.dumps(_json_safe(rows), indent=1, allow_nan=False))  # a record of NaN (none known): null
         return 0
     if not console.is_terminal and "COLUMNS" not in os.environ:  # a pipe or a file: nothing wraps (issue 41)
         console = Console(file=console.file, width=LIST_WIDTH_OFF_TERMINAL)
@@ -177,7 +177,9 @@ def _list_table(rows: list[dict], width: int) -> Table:
     for r in rows:
         better = Direction(r["direction"]).comparative if r["direction"] else ""
         record, quantity, source = r["record"], r["quantity"], r["source"]
-        if compact:
+        if record is None or (isinstance(record, float) and not math.isfinite(record)):
+            record = "—"  # none known on this suite (the source says why), or the family is unavailable
+        elif compact:
             record = f"{record:.7g}" if isinstance(record, float) else record
             quantity = quantity.split(" (")[0]
             source = source.split(",")[0]
@@ -227,7 +229,7 @@ def _evaluate_command(args: argparse.Namespace, console: Console) -> int:
         "reward": state.reward, "error": state.error, "metrics": metrics, "sota": problem.sota,
     }
     if args.json:
-        print(json.dumps(_json_safe(result), default=str))
+        print(json.dumps(_json_safe(result), default=str, allow_nan=False))
         return 0
     table = Table(title=f"{problem.title} — {path.name}", show_header=False)
     table.add_row("valid", "[green]yes[/]" if state.valid else "[red]no[/]")
@@ -262,9 +264,10 @@ def _cases_table(cases: list[dict]) -> Table:
 
 
 def _json_safe(obj: Any) -> Any:
-    """Replace NaN and infinite floats by their string names so the output is strict JSON."""
+    """Replace NaN and infinite floats by ``None`` (JSON ``null``: no number, as RFC 8259 has no NaN) so
+    the output is strict JSON that every parser reads."""
     if isinstance(obj, float) and not math.isfinite(obj):
-        return str(obj)
+        return None
     if isinstance(obj, dict):
         return {k: _json_safe(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
