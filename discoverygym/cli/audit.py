@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from typing import Any
 
@@ -19,6 +20,9 @@ from discoverygym.audit import AuditRow, audit, failed
 from discoverygym.cli.common import UsageError
 from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
 from discoverygym.sandbox.python import SandboxLimits
+
+#: columns of the tables off a terminal (``discoverygym audit ENV | cat``): wide enough that no cell is cut
+WIDTH_OFF_TERMINAL = 1000
 
 __all__ = ["add_parser", "run"]
 
@@ -82,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
                     raise UsageError(f"{env_id}: {exc}") from None
                 rows.append(AuditRow(env_id, "(setup)", "", "", "", "error", None, str(exc), 0.0))
             seconds[env_id] = time.perf_counter() - start
+    if not console.is_terminal and "COLUMNS" not in os.environ:  # a pipe or a file: no cell is cut (as `list`)
+        console = Console(stderr=args.json, width=WIDTH_OFF_TERMINAL)
     if args.json:
         print(json.dumps([{**r.__dict__, "failed": r.failed} for r in rows], default=str))
     elif args.all:

@@ -212,7 +212,7 @@ def study(args: argparse.Namespace, console: Console, names: list[str], override
     for r in rows:
         mean = "—" if r["mean"] is None else f"{r['mean']:.8g} ± {r['sd']:.2g}"
         p = "ref" if r["config"] == names[0] else _fmt(r["p_two_sided"], 3)
-        cells.append([r["config"], r["changes"], str(r["evaluations"]), f"{r['wall_max']:.1f}",
+        cells.append([r["config"], r["changes"], evals_cell(r), f"{r['wall_max']:.1f}",
                       f"{r['late']}/{r['runs']}", _fmt(r["start"], 8), mean, _fmt(r["best"], 8), p])
     print_table(console, title, headers, cells)
     for line in verdicts:
@@ -249,6 +249,13 @@ def print_table(console: Console, title: str, headers: list[str], rows: list[lis
     console.print("\n".join(lines), highlight=False, markup=False, soft_wrap=True)
 
 
+def evals_cell(row: dict) -> str:
+    """The "evals/run" cell of a :func:`_rows` row: the count, or ``"min–max"`` over the seeds when
+    they ran different counts (a wall budget stops each run at its own step)."""
+    low, high = row.get("evaluations_min", row["evaluations"]), row["evaluations"]
+    return str(high) if low == high else f"{low}–{high}"
+
+
 def _rows(names: list[str], runs: list[dict], direction: str) -> list[dict]:
     """One summary row per config: scores, late runs, the longest wall, and the rank tests against
     the first config (two-sided, and each one-sided alternative)."""
@@ -277,6 +284,7 @@ def _rows(names: list[str], runs: list[dict], direction: str) -> list[dict]:
             "sd": statistics.stdev(valid) if len(valid) > 1 else 0.0,
             "best": best, "start": statistics.fmean(starts) if starts else None,
             "evaluations": max((r["evaluations"] for r in by[n]), default=0),
+            "evaluations_min": min((r["evaluations"] for r in by[n]), default=0),
             "wall_s": statistics.fmean(r["wall_s"] for r in by[n]) if by[n] else 0.0,
             "wall_max": max((r.get("elapsed_s", r["wall_s"]) for r in by[n]), default=0.0),
             "late": sum(bool(r.get("late")) for r in by[n]),
