@@ -99,3 +99,27 @@ def test_real_model_generates_parses_judges_and_trains(tmp_path):
         assert any(not torch.equal(before[k], after[k]) for k in before)
     finally:
         torch.set_num_threads(threads)
+
+
+def test_converted_model_tells_servers_to_sample(tmp_path):
+    """A server reading generation_config.json (transformers serve) must sample, not decode greedily.
+
+    The GGUF's config has no ``do_sample`` (transformers' default: greedy), so OpenEvolve driving
+    ``transformers serve`` got one response per prompt whatever the temperature (issue 39, item 6).
+    """
+    import json
+
+    from discoverygym.agents.policies.embedded import SAMPLING, sampling_generation_config
+
+    (tmp_path / "generation_config.json").write_text(json.dumps({"bos_token_id": 1, "eos_token_id": 2}))
+    sampling_generation_config(tmp_path)
+    config = json.loads((tmp_path / "generation_config.json").read_text())
+    assert config["do_sample"] is True and config["top_k"] == 0 and config["top_p"] == 1.0
+    assert config["eos_token_id"] == 2  # the rest is kept
+    transformers = pytest.importorskip("transformers")
+    loaded = transformers.GenerationConfig.from_pretrained(tmp_path)
+    assert loaded.do_sample and loaded.temperature == 1.0 and not loaded.top_k
+    before = (tmp_path / "generation_config.json").stat().st_mtime_ns
+    sampling_generation_config(tmp_path)  # idempotent: nothing rewritten
+    assert (tmp_path / "generation_config.json").stat().st_mtime_ns == before
+    assert SAMPLING["do_sample"] is True

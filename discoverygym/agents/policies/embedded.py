@@ -46,7 +46,8 @@ from urllib.parse import urlparse
 
 from discoverygym.agents.policies.llm import BackendUnavailable, ModelUnavailable
 
-__all__ = ["EMBEDDED", "EmbeddedModel", "cache_dir", "convert", "embedded_for", "resolve_model"]
+__all__ = ["EMBEDDED", "SAMPLING", "EmbeddedModel", "cache_dir", "convert", "embedded_for", "resolve_model",
+           "sampling_generation_config"]
 
 #: bump when the converted directory's layout changes (old directories are then rebuilt).
 _FORMAT = 1
@@ -172,7 +173,7 @@ def convert(spec: EmbeddedModel, *, force: bool = False, log: Any = None) -> Pat
     """
     target = cache_dir() / "models" / spec.directory_name
     if _converted(target) and not force:
-        return target
+        return sampling_generation_config(target)
     source = _gguf_path(spec)
     if _find_package("gguf") is None:
         raise BackendUnavailable(f"hf:{spec.name} needs the gguf package to read its weights: {spec.install}")
@@ -183,7 +184,7 @@ def convert(spec: EmbeddedModel, *, force: bool = False, log: Any = None) -> Pat
         raise BackendUnavailable(f"hf:{spec.name} needs torch and transformers: {spec.install} ({exc})") from None
     with _lock(target.parent / f".{spec.directory_name}.lock"):
         if _converted(target) and not force:
-            return target  # another process converted it while we waited
+            return sampling_generation_config(target)  # another process converted it while we waited
         if log is not False:
             import sys
 
@@ -224,7 +225,38 @@ def convert(spec: EmbeddedModel, *, force: bool = False, log: Any = None) -> Pat
         if target.exists():
             shutil.rmtree(target)
         os.replace(tmp, target)
-    return target
+    return sampling_generation_config(target)
+
+
+#: the sampling settings written into a converted model's ``generation_config.json``: plain
+#: ``softmax(logits / T)`` sampling, the distribution :class:`~discoverygym.agents.policies.hf.HFPolicy`
+#: samples and scores (no top-k / top-p truncation).
+SAMPLING = {"do_sample": True, "temperature": 1.0, "top_k": 0, "top_p": 1.0}
+
+
+def sampling_generation_config(folder: Path) -> Path:
+    """Make ``folder/generation_config.json`` say "sample" (:data:`SAMPLING`); returns ``folder``.
+
+    The GGUF's generation config has no ``do_sample``, and transformers' default is greedy decoding:
+    a server that reads it (``transformers serve``, which OpenEvolve can drive) then ignores the
+    request's temperature and answers one prompt with one response every time. discoverygym's own
+    sampler never reads these fields. Idempotent; rewrites the file atomically only when it differs.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    path = Path(folder) / "generation_config.json"
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, ValueError):
+        config = {}
+    if all(config.get(k) == v for k, v in SAMPLING.items()):
+        return Path(folder)
+    config.update(SAMPLING)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(config, indent=2))
+    os.replace(tmp, path)
+    return Path(folder)
 
 
 def _hub_reachable(timeout_s: float = 3.0) -> bool:
