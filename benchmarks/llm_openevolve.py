@@ -110,8 +110,8 @@ def run_openevolve(args: argparse.Namespace, model_dir: Path, out: Path, seeded:
     import yaml
 
     work = out / ("openevolve-seeded" if seeded else "openevolve")
-    if (work / "row.json").exists():
-        return json.loads((work / "row.json").read_text())
+    if (work / "row.json").exists():  # outcomes re-read from the trace (the classification may have changed)
+        return {**json.loads((work / "row.json").read_text()), "per_sample": openevolve_samples(work)}
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     with Server(model_dir, work / "server.log") as server:
@@ -137,17 +137,28 @@ def run_openevolve(args: argparse.Namespace, model_dir: Path, out: Path, seeded:
 
 def openevolve_samples(work: Path) -> list[dict[str, Any]]:
     """One record per OpenEvolve iteration, in order, from its evolution trace (failures included):
-    ``{"i", "valid", "score", "outcome"}`` (``outcome``: ``valid``, the judge's error kind, or the
-    failure OpenEvolve recorded before judging, e.g. an identical rewrite)."""
+    ``{"i", "valid", "score", "outcome"}``. ``outcome``: the category discoverygym gives the judge's
+    message (:func:`discoverygym.outcomes.classify_error`: ``valid``, ``syntax_error``, ...), or for an
+    iteration OpenEvolve ended before judging, ``no_code`` (no code block found) or its own reason
+    (e.g. an identical rewrite)."""
+    from discoverygym.outcomes import classify_error
+
     per = []
     for t in (json.loads(x) for x in _lines(work / "trace.jsonl")):
         metrics, artifacts = t.get("child_metrics") or {}, t.get("artifacts") or {}
         valid = metrics.get("valid") == 1.0
         per.append({"i": t.get("iteration"), "valid": valid, "score": metrics.get("score") if valid else None,
-                    "outcome": "valid" if valid else str(artifacts.get("error_message") or "invalid").split(":")[0:2][-1].strip()[:40]})
+                    "outcome": "valid" if valid else _category(str(artifacts.get("error_message") or "invalid"), classify_error)})
     for f in (json.loads(x) for x in _lines(work / "trace_failures.jsonl")):
-        per.append({"i": f.get("iteration"), "valid": False, "score": None, "outcome": str(f.get("error") or "failed")[:40]})
+        reason = str(f.get("error") or "failed")
+        outcome = "no_code" if "no valid code" in reason.lower() else reason[:40]
+        per.append({"i": f.get("iteration"), "valid": False, "score": None, "outcome": outcome})
     return sorted(per, key=lambda r: r["i"] or 0)
+
+
+def _category(message: str, classify_error: Any) -> str:
+    """discoverygym's outcome category of an OpenEvolve failure message (its "no code" message included)."""
+    return "no_code" if "no valid code" in message.lower() else classify_error(message).value
 
 
 def _lines(path: Path) -> list[str]:
@@ -229,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--systems", default="openevolve,search,train",
                    help="comma-separated: openevolve, openevolve-seeded (OpenEvolve's random_seed set), search, train")
     p.add_argument("--out", default="runs/llm-openevolve")
+    p.add_argument("--note", default="", help="paragraph written under the table")
     p.add_argument("--no-write", action="store_true")
     args = p.parse_args(argv)
     import gymnasium as gym
@@ -262,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         "127.0.0.1, discoverygym loads it in-process (`hf:smollm2`). Every program is judged by discoverygym's "
         "sandbox and verifier.", "",
         f"Settings: {json.dumps(settings)}; commit `{commit}`; {platform.machine()}, {os.cpu_count()} cores "
-        f"(shared with other jobs: wall times are upper bounds); {time.strftime('%Y-%m-%d')}.", "", md, ""]))
+        f"(shared with other jobs: wall times are upper bounds); {time.strftime('%Y-%m-%d')}.", "", md, "", args.note, ""]))
     (RESULTS / "llm-openevolve.json").write_text(json.dumps({"settings": settings, "rows": rows}, indent=1))
     return 0
 
