@@ -84,7 +84,9 @@ def test_weak_program_task_fails_the_audit():
     assert rows["py-self-reported-dict"].reward == 1e9
     assert rows["py-return-inf"].observed == "REWARDED"
     assert rows["py-os-exit"].observed == "rejected"
-    assert {r.family for r in rows.values()} == {"python"}
+    # the program exploits, plus the report-injection probe every env gets (issue 40 #5)
+    assert {r.family for r in rows.values()} == {"python", "report-injection"}
+    assert rows["report-injection"].observed == "rejected"
 
 
 @pytest.fixture
