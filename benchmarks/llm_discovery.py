@@ -74,8 +74,13 @@ def _run(cmd: list[str], log: Path) -> dict[str, Any]:
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}; see {log}")
-    lines = stdout.read_text(encoding="utf-8", errors="replace").strip().splitlines()
-    summary = json.loads(lines[-1]) if lines else {}
+    text = stdout.read_text(encoding="utf-8", errors="replace").strip()
+    try:  # train --json prints one line, post-train --json an indented document
+        summary = json.loads(text) if text else {}
+    except ValueError:
+        summary = json.loads(text.splitlines()[-1])
+    if not isinstance(summary, dict):
+        summary = {"rounds": summary}
     summary["wall_s"] = wall
     summary["peak_rss_gb"] = usage.ru_maxrss / 2**20
     return summary
