@@ -209,8 +209,12 @@ def certify(env_id: str, data: Any, source: str = "") -> dict:
 
 def _version() -> str:
     """``discoverygym <version> (commit <sha>)`` when run from a git checkout."""
-    from discoverygym import __version__
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:  # the installed distribution's version (importing the package root would import every env)
+        __version__ = version("discoverygym")
+    except PackageNotFoundError:
+        __version__ = "unknown"
     try:
         sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,
                              cwd=Path(__file__).parent, check=False).stdout.strip()
