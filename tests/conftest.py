@@ -38,3 +38,33 @@ def pytest_configure(config) -> None:
         return
     if not box.available():
         os.environ.setdefault("DISCOVERYGYM_KERNELS_ALLOW_UNCONFINED", "1")
+
+
+_REGISTRIES = (("discoverygym.agents.config", ("ABLATIONS", "ABLATION_DOCS")),
+               ("discoverygym.agents.objectives", ("OBJECTIVES", "_ADV_EST_FACTORIES")),
+               ("discoverygym.agents.losses", ("LOSSES",)))
+
+
+@pytest.fixture(autouse=True)
+def _restore_algorithm_registries():
+    """Undo what a test registers by name (plugins, examples/algorithms/*.py): configs, objectives, losses.
+
+    These registries are module globals that ``--plugin`` files fill; without this, a test that runs
+    ``examples/algorithms/grpo_objective.py`` leaves ``grpo`` among the configs of every later test.
+    """
+    import importlib
+    import sys
+
+    saved = []
+    for module_name, names in _REGISTRIES:
+        if module_name not in sys.modules:
+            try:
+                importlib.import_module(module_name)
+            except ImportError:  # the llm/rl extras are not installed: nothing to restore
+                continue
+        module = sys.modules[module_name]
+        saved += [(getattr(module, n), dict(getattr(module, n))) for n in names if hasattr(module, n)]
+    yield
+    for registry, content in saved:
+        registry.clear()
+        registry.update(content)
