@@ -41,10 +41,14 @@ def _make_env(env_id: str, timeout_s: float):
     import gymnasium as gym
 
     import discoverygym  # noqa: F401 - registers the ids
+    from discoverygym.envs.registry import PROGRAM_TASKS, option_names
     from discoverygym.sandbox.python import SandboxLimits, bwrap_available
 
-    if env_id.startswith("ScalingLaw-"):
-        env = gym.make(env_id, allow_unconfined=not bwrap_available(), timeout_s=timeout_s)
+    if env_id in PROGRAM_TASKS:  # program envs take their own limits, not a SandboxLimits
+        names = option_names(env_id)  # None: the factory takes any keyword
+        options = {k: v for k, v in (("allow_unconfined", not bwrap_available()),
+                                     ("timeout_s", timeout_s)) if names is None or k in names}
+        env = gym.make(env_id, **options)
     else:
         env = gym.make(env_id, action_mode="code", sandbox=SandboxLimits(timeout_s=timeout_s, memory_mb=2048))
     _, info = env.reset(seed=0)

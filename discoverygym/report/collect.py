@@ -41,6 +41,10 @@ DIFF_BUDGET = 12_000_000
 MAX_TAIL = 600
 #: characters of the best program shown in full.
 MAX_BEST_TEXT = 60_000
+#: newest LLM responses (``samples.jsonl`` lines) listed in the samples table.
+MAX_SAMPLES = 500
+#: characters of one response's text shown in the samples table.
+MAX_SAMPLE_TEXT = 4_000
 
 
 @dataclass
@@ -440,6 +444,36 @@ def _state_of(run_dir: Path, node: Node) -> dict:
     return {}
 
 
+def _collect_samples(run_dir: Path, data: RunData) -> None:
+    """Add the LLM samples table: every response of ``samples.jsonl`` (an LLM run's, see
+    :mod:`discoverygym.outcomes`) with its outcome, error and text, the newest :data:`MAX_SAMPLES`
+    of them, each text cut to :data:`MAX_SAMPLE_TEXT` characters; and the ``outcomes.json`` counts
+    as a summary line. No table for runs without the file (numeric policies)."""
+    rows = _read_jsonl(run_dir / "samples.jsonl")
+    if not rows:
+        return
+    counts = _read_json(run_dir / "outcomes.json")
+    if isinstance(counts, dict) and isinstance(counts.get("counts"), dict):
+        counts = counts["counts"]
+    if isinstance(counts, dict):
+        data.summary["outcomes"] = ", ".join(f"{k} {v}" for k, v in counts.items() if isinstance(v, int) and v)
+    shown = rows[-MAX_SAMPLES:]
+    if len(rows) > len(shown):
+        data.notes.append(f"the samples table shows the newest {len(shown)} of {len(rows)} responses "
+                          f"(all are in {run_dir / 'samples.jsonl'})")
+
+    def text(row: dict) -> str:
+        t = row.get("text")
+        if not isinstance(t, str):
+            return ""
+        return t if len(t) <= MAX_SAMPLE_TEXT else t[:MAX_SAMPLE_TEXT] + f"\n… ({len(t) - MAX_SAMPLE_TEXT} more characters)"
+
+    columns = ["step", "group", "i", "outcome", "tokens", "finish", "score", "error", "response text"]
+    data.tables.append({"title": "LLM samples (samples.jsonl)", "columns": columns, "rows": [
+        [r.get("step"), r.get("group"), r.get("i"), r.get("outcome"), r.get("tokens"), r.get("finish_reason"),
+         _finite(r.get("score")), r.get("parse_error") or r.get("error"), text(r)] for r in shown]})
+
+
 # ----------------------------------------------------------------------------- entry
 def collect(run_dir: str | os.PathLike) -> RunData:
     """Read ``run_dir`` (a search, train or post-train run, finished or still running) into :class:`RunData`.
@@ -458,6 +492,7 @@ def collect(run_dir: str | os.PathLike) -> RunData:
     env_id = config.get("env_id") or (list(config.get("problems") or []) or [None])[0]
     data = RunData(kind=kind, run_dir=run_dir, env_id=env_id, config=config, usage=_read_usage(run_dir))
     {"search": _collect_search, "train": _collect_train, "post-train": _collect_post_train}[kind](run_dir, data)
+    _collect_samples(run_dir, data)
     if data.best is not None:
         data.summary = {"best score": data.best.get("score"), **data.summary}
         text = data.best.get("code") or program_text(data.best)

@@ -363,7 +363,7 @@ h3 {{ font-size: .95em; margin: .6em 0 .2em; }}
 pre {{ background: #f6f6f8; padding: .4em; overflow: auto; max-height: 22em; font-size: .8em; white-space: pre-wrap; }}
 pre.diff .add {{ color: #070; background: #eaffea; }} pre.diff .del {{ color: #a00; background: #ffecec; }}
 pre.diff .hunk {{ color: #05a; }}
-table {{ border-collapse: collapse; font-size: .85em; }} td, th {{ border: 1px solid #ddd; padding: 2px 6px; text-align: left; }}
+table {{ border-collapse: collapse; font-size: .85em; }} td, th {{ border: 1px solid #ddd; padding: 2px 6px; text-align: left; vertical-align: top; }} td {{ white-space: pre-wrap; overflow-wrap: anywhere; max-width: 70em; }}
 #report-errors {{ display: none; color: #c00; background: #fff0f0; }}
 .side {{ display: flex; gap: 2em; flex-wrap: wrap; }}
 </style>

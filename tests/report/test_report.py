@@ -208,3 +208,32 @@ def test_candidate_text_cannot_break_out_of_the_data_block(tmp_path):
     body = re.search(r"<body[^>]*>", proc.stdout)
     assert body and 'data-ready="dag=2;' in body.group(0), (body and body.group(0), proc.stderr[-2000:])
     assert 'data-errors="0"' in body.group(0)
+
+
+def test_an_llm_run_report_lists_every_response_text_escaped_with_its_outcome(tmp_path):
+    """The samples table (issue 39): each ``samples.jsonl`` response with its outcome and error,
+    texts escaped (a response is the model's, i.e. hostile) and cut; ``outcomes.json`` counts in the summary."""
+    from discoverygym.outcomes import OutcomeLog
+    from discoverygym.policy import Outcome, Sample
+    from discoverygym.report.collect import MAX_SAMPLE_TEXT
+
+    run_dir = tmp_path / "sd"
+    assert main(["search", "SumDifference-v0", "-C", "1", "-L", "2", "-K", "2", "--executor", "inline",
+                 "--run-dir", str(run_dir)]) == 0
+    log = OutcomeLog(run_dir, min_interval_s=0.0)
+    hostile = "```python\nx = '</td></table><script>alert(1)</script>'\n"
+    log.record(Sample(text=hostile, finish_reason="length", parse_error="response ends inside an unclosed code block",
+                      outcome=Outcome.TRUNCATED), None, step=1, group=0)
+    log.record(Sample(text="no fence at all " * 1000, finish_reason="stop", parse_error="no code",
+                      outcome=Outcome.NO_CODE), None, step=1, group=0)
+    log.flush()
+    assert main(["report", str(run_dir)]) == 0
+    html = (run_dir / "report.html").read_text()
+    table = html[html.index("<h2>LLM samples (samples.jsonl)</h2>"):]
+    table = table[:table.index("</table>") + len("</table>")]
+    assert table.count("<tr>") == 3  # header + 2 responses
+    assert "<script>alert(1)" not in html and "&lt;/td&gt;&lt;/table&gt;&lt;script&gt;alert(1)" in table
+    assert ">truncated<" in table and ">no_code<" in table and ">length<" in table
+    assert "response ends inside an unclosed code block" in table
+    assert f"({len('no fence at all ' * 1000) - MAX_SAMPLE_TEXT} more characters)" in table
+    assert re.search(r"<td>outcomes</td><td>[^<]*no_code 1[^<]*truncated 1", html)
