@@ -42,7 +42,7 @@ import numpy as np
 from discoverygym.envs.operators.deadline import expired
 from discoverygym.envs.operators.lp import AC1
 
-__all__ = ["ac1_anneal", "ac1_bound", "smoothed_gradient"]
+__all__ = ["ac1_anneal", "ac1_bound", "smoothed_bound", "smoothed_gradient"]
 
 #: Adam moments (Kingma & Ba 2015 defaults)
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-12
@@ -62,10 +62,15 @@ def ac1_bound(f: np.ndarray) -> float:
     return 2.0 * f.size * float(AC1.values(f).max()) / s ** 2
 
 
-def smoothed_gradient(x: np.ndarray, beta: float) -> np.ndarray:
-    """``∂L_β(x²)/∂x`` (module docstring) for ``(n,)`` or ``(B, n)`` float64 ``x`` (``B`` independent
-    rows, each with ``Σx² > 0``) and inverse temperature ``beta > 0``; the same shape as ``x``, exact
-    (``scipy.signal.fftconvolve`` rounding aside)."""
+def smoothed_bound(x: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray]:
+    """``L_β(x²)`` and ``∂L_β(x²)/∂x`` (module docstring) for ``(n,)`` or ``(B, n)`` float64 ``x``
+    (``B`` independent rows, each with ``Σx² > 0``) and inverse temperature ``beta > 0``.
+
+    Returns:
+        ``(L, grad)``: ``L`` float64 ``(B,)`` (``(1,)`` for 1-D ``x``; ``L_β`` is at least the max of
+        ``c`` and at most ``max c + log(2n − 1)/β``), ``grad`` of ``x``'s shape; exact up to
+        ``scipy.signal.fftconvolve`` rounding.
+    """
     from scipy.signal import fftconvolve
 
     rows = np.atleast_2d(x)
@@ -74,12 +79,19 @@ def smoothed_gradient(x: np.ndarray, beta: float) -> np.ndarray:
     s = f.sum(axis=1, keepdims=True)
     scale = 2.0 * n / s ** 2
     c = fftconvolve(f, f, axes=1) * scale
-    w = np.exp(beta * (c - c.max(axis=1, keepdims=True)))
-    w /= w.sum(axis=1, keepdims=True)
+    top = c.max(axis=1, keepdims=True)
+    w = np.exp(beta * (c - top))
+    z = w.sum(axis=1, keepdims=True)
+    w /= z
     grad_f = (2.0 * scale * fftconvolve(w, f[:, ::-1], axes=1)[:, n - 1: 2 * n - 1]
               - 2.0 * np.sum(w * c, axis=1, keepdims=True) / s)
     out = 2.0 * rows * grad_f
-    return out if x.ndim == 2 else out[0]
+    return (top + np.log(z) / beta)[:, 0], (out if x.ndim == 2 else out[0])
+
+
+def smoothed_gradient(x: np.ndarray, beta: float) -> np.ndarray:
+    """``∂L_β(x²)/∂x`` of :func:`smoothed_bound`, of ``x``'s shape (``(n,)`` or ``(B, n)``)."""
+    return smoothed_bound(x, beta)[1]
 
 
 def ac1_anneal(f: np.ndarray, rng: np.random.Generator, iterations: int, beta0: float, lr: float,

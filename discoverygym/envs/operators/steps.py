@@ -57,6 +57,7 @@ from discoverygym.envs.operators import lp as _lp
 from discoverygym.envs.operators.anneal import ac1_anneal, ac1_bound
 from discoverygym.envs.operators.base import Operator, ParamSpec
 from discoverygym.envs.operators.deadline import expired, remaining
+from discoverygym.envs.operators.lbfgs import ac1_lbfgs
 from discoverygym.envs.polish import ac1_smooth_max, erdos_smooth_max
 
 __all__ = ["MAX_PIECES", "MIN_PIECES", "ladder_beta0", "step_operators"]
@@ -302,7 +303,8 @@ def step_operators(polisher: Polisher, clip: tuple[float, float] | None, temp0: 
             ``temp`` and ``lr`` parameters are factors of these).
         bilinear: the bound as a max of bilinear forms (:data:`~discoverygym.envs.operators.lp.ERDOS`,
             :data:`~discoverygym.envs.operators.lp.AC1`): adds the ``lp`` and ``hop`` operators; ``None``: neither.
-        annealed: add the ``anneal`` operator (AC1's bound only: its gradient is AC1's).
+        annealed: add the ``anneal``, ``restart_anneal`` and ``lbfgs`` operators (AC1's bound only:
+            their gradient is AC1's).
     """
     kw = {"polisher": polisher, "clip": clip, "temp0": temp0, "lr0": lr0}
     ops = [
@@ -348,6 +350,11 @@ def step_operators(polisher: Polisher, clip: tuple[float, float] | None, temp0: 
                              ParamSpec("starts", 16, RESTART_STARTS, log=True, doc="random starts annealed "
                                        "together (the best is kept)", default=float(RESTART_STARTS))),
                             "fresh coarse starts (the parent ignored), batched annealed Adam, the best kept"))
+        ops.append(Operator("lbfgs", ac1_lbfgs,
+                            (ParamSpec("iterations", 100, 5000, log=True, doc="L-BFGS iterations", default=1000),
+                             ParamSpec("beta", 1e5, 1e10, log=True, doc="inverse temperature of the smoothed max "
+                                       "(1/C1 units)", default=1e8)),
+                            "L-BFGS on the smoothed bound at a high inverse temperature, every piece at once"))
     return tuple(ops)
 
 
