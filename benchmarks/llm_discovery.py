@@ -253,6 +253,8 @@ def plot(env_id: str, all_curves: dict[str, list[tuple[list[float], list[float]]
     axes[0].set(xlabel="samples drawn", ylabel="valid rate (cumulative)", title=f"{env_id}: valid rate")
     axes[1].set(xlabel="samples drawn", ylabel="best valid score so far", title=f"{env_id}: best score")
     axes[0].legend()
+    if not any(np.isfinite(line.get_ydata()).any() for line in axes[1].lines):  # no valid sample in any run
+        axes[1].text(0.5, 0.5, "no valid sample in any run", ha="center", va="center", transform=axes[1].transAxes)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -338,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.mkdir(exist_ok=True)
     png = RESULTS / f"llm-discovery-{args.env}.png"
     plot(args.env, all_curves, png)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=Path(__file__).resolve().parent).stdout.strip()
     settings = {k: getattr(args, k) for k in ("env", "configs", "seeds", "steps", "groups", "group_size",
                                               "max_new_tokens", "temperature", "micro_batch", "model", "jobs")}
     text = [f"# Does test-time training help a real model? ({args.env}, frozen start: SmolLM2-135M-Instruct)", "",
