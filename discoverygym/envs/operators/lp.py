@@ -17,8 +17,10 @@ the exact max went down
 that the LP stays small on 30,000-piece constructions.
 
 Each objective is a :class:`BilinearMax` of module-level functions (operators travel to worker
-processes by pickling): :data:`ERDOS` (``c = h ⋆ (1 − h)`` on ``0 ≤ h ≤ 1``, ``Σh = n/2``) and
-:data:`AC1` (``c = f * f`` on ``f ≥ 0``). The env verifies the result like any candidate; the
+processes by pickling): :data:`ERDOS` (``c = h ⋆ (1 − h)`` on ``0 ≤ h ≤ 1``, ``Σh = n/2``),
+:data:`AC1` (``c = f * f`` on ``f ≥ 0``) and :data:`AC3` (``|f * f|`` on signed ``f``: each
+near-maximal ``|c_m|`` is linearised with the sign ``c_m`` has at ``x``, as
+``benchmarks/ac3_slp.py`` found the AC3 record with). The env verifies the result like any candidate; the
 values computed here only decide which iterate to return.
 """
 
@@ -34,7 +36,7 @@ from discoverygym.envs.operators.deadline import expired, remaining
 from discoverygym.envs.polish import project_box_sum
 from discoverygym.rewards.convolution import convolve
 
-__all__ = ["AC1", "ERDOS", "BilinearMax", "slp"]
+__all__ = ["AC1", "AC3", "ERDOS", "BilinearMax", "slp"]
 
 #: most active constraints (rows) and free pieces (columns) of one LP, and most entries of its
 #: dense matrix (rows are cut to MAX_ENTRIES // columns, the largest c_m kept): a 470 x 600 Erdős
@@ -96,6 +98,21 @@ def _ac1_rows(f: np.ndarray, ms: np.ndarray, cols: np.ndarray) -> np.ndarray:
     return np.where((k >= 0) & (k < n), 2.0 * f[np.clip(k, 0, n - 1)], 0.0)
 
 
+def _ac3_prepare(x: np.ndarray) -> np.ndarray:
+    # C3 = 2n max|f*f| / (Σf)² is scale and sign invariant: Σf = n keeps the LP well scaled
+    s = float(x.sum())
+    return x * (x.size / s) if s != 0.0 else x
+
+
+def _ac3_values(f: np.ndarray) -> np.ndarray:
+    return np.abs(_convolve(f, f))
+
+
+def _ac3_rows(f: np.ndarray, ms: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    # |c[m]| near c[m] ≠ 0: ∂|c[m]|/∂f_j = sign(c[m]) · 2 f_{m−j}
+    return np.sign(_convolve(f, f)[ms])[:, None] * _ac1_rows(f, ms, cols)
+
+
 @dataclass(frozen=True)
 class BilinearMax:
     """An objective ``max_m c_m(x)`` (lower is better) with ``c_m`` bilinear in ``x``.
@@ -105,7 +122,8 @@ class BilinearMax:
         prepare: ``x -> x`` normalisation to the verifier's scale (float64 ``(n,)``).
         values: ``x (n,) -> c (M,)`` float64, every ``c_m``.
         rows: ``(x, ms (r,), cols (w,)) -> (r, w)`` float64, ``∂c_m/∂x_j``.
-        upper: upper bound on every height (``None``: unbounded); the lower bound is 0.
+        upper: upper bound on every height (``None``: unbounded).
+        lower: lower bound on every height (``None``: unbounded, signed heights).
     """
 
     name: str
@@ -113,10 +131,18 @@ class BilinearMax:
     values: Callable[[np.ndarray], np.ndarray]
     rows: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
     upper: float | None
+    lower: float | None = 0.0
+
+    def clip(self, x: np.ndarray) -> np.ndarray:
+        """``x`` clipped to ``[lower, upper]`` (a copy; either bound may be ``None``)."""
+        lo = -np.inf if self.lower is None else self.lower
+        hi = np.inf if self.upper is None else self.upper
+        return np.clip(x, lo, hi)
 
 
 ERDOS = BilinearMax("erdos_min_overlap", _erdos_prepare, _erdos_values, _erdos_rows, 1.0 - UPPER_SLACK)
 AC1 = BilinearMax("first_autocorrelation", _ac1_prepare, _ac1_values, _ac1_rows, None)
+AC3 = BilinearMax("third_autocorrelation", _ac3_prepare, _ac3_values, _ac3_rows, None, lower=None)
 
 
 def _lp_step(model: BilinearMax, x: np.ndarray, c: np.ndarray, cols: np.ndarray, delta: float,
@@ -132,7 +158,7 @@ def _lp_step(model: BilinearMax, x: np.ndarray, c: np.ndarray, cols: np.ndarray,
     grad = model.rows(x, ms, cols)
     w = cols.size
     step = delta * float(np.mean(np.abs(x)))
-    lo = np.maximum(-x[cols], -step)
+    lo = np.full(w, -step) if model.lower is None else np.maximum(model.lower - x[cols], -step)
     hi = np.full(w, step) if model.upper is None else np.minimum(model.upper - x[cols], step)
     if np.any(hi < lo):
         return None
@@ -148,7 +174,7 @@ def _lp_step(model: BilinearMax, x: np.ndarray, c: np.ndarray, cols: np.ndarray,
         return None
     out = x.copy()
     out[cols] += res.x[:w]
-    return np.clip(out, 0.0, model.upper) if model.upper is not None else np.maximum(out, 0.0)
+    return model.clip(out)
 
 
 def slp(model: BilinearMax, x: np.ndarray, rng: np.random.Generator, width: float, delta: float,
@@ -156,7 +182,7 @@ def slp(model: BilinearMax, x: np.ndarray, rng: np.random.Generator, width: floa
     """``iterations`` trust-region LP steps on a random block of pieces (see the module docstring).
 
     Args:
-        model: the objective (:data:`ERDOS`, :data:`AC1`).
+        model: the objective (:data:`ERDOS`, :data:`AC1`, :data:`AC3`).
         x: ``(n,)`` float64 heights (normalised by ``model.prepare`` first).
         rng: picks the block's start.
         width: share of the pieces that are free, in (0, 1] (at most :data:`MAX_COLS`).

@@ -194,7 +194,7 @@ def _hop_once(h: np.ndarray, rng: np.random.Generator, model: _lp.BilinearMax) -
     scale = lo * (hi / lo) ** rng.random()
     noise = rng.standard_normal(h.size)
     z = h * (1.0 + scale * noise) if rng.random() < 0.5 else h + scale * float(np.mean(np.abs(h))) * noise
-    z = np.clip(z, 0.0, model.upper if model.upper is not None else np.inf)
+    z = model.clip(z)
     return _lp.slp(model, z, rng, 1.0, 0.05, 0.02, iterations=HOP_ITERATIONS, min_delta=HOP_MIN_DELTA)
 
 
@@ -302,7 +302,8 @@ def step_operators(polisher: Polisher, clip: tuple[float, float] | None, temp0: 
         temp0, lr0: the polisher's base temperature and learning rate (the ``adam`` operator's
             ``temp`` and ``lr`` parameters are factors of these).
         bilinear: the bound as a max of bilinear forms (:data:`~discoverygym.envs.operators.lp.ERDOS`,
-            :data:`~discoverygym.envs.operators.lp.AC1`): adds the ``lp`` and ``hop`` operators; ``None``: neither.
+            :data:`~discoverygym.envs.operators.lp.AC1`, :data:`~discoverygym.envs.operators.lp.AC3`):
+            adds the ``lp`` and ``hop`` operators; ``None``: neither.
         annealed: add the ``anneal``, ``restart_anneal`` and ``lbfgs`` operators (AC1's bound only:
             their gradient is AC1's).
     """
@@ -363,4 +364,4 @@ ERDOS_OPERATORS = step_operators(erdos_smooth_max, (0.0, 1.0), temp0=2000.0, lr0
 AC1_OPERATORS = step_operators(ac1_smooth_max, (0.0, np.inf), temp0=200.0, lr0=1e-2, bilinear=_lp.AC1,
                                annealed=True)
 AC2_OPERATORS = step_operators(None, (0.0, np.inf))
-AC3_OPERATORS = step_operators(None, None)
+AC3_OPERATORS = step_operators(None, None, bilinear=_lp.AC3)
