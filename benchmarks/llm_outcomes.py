@@ -45,10 +45,15 @@ def _make_env(env_id: str, timeout_s: float):
     from discoverygym.sandbox.python import SandboxLimits, bwrap_available
 
     if env_id in PROGRAM_TASKS:  # program envs take their own limits, not a SandboxLimits
-        names = option_names(env_id)  # None: the factory takes any keyword
-        options = {k: v for k, v in (("allow_unconfined", not bwrap_available()),
-                                     ("timeout_s", timeout_s)) if names is None or k in names}
-        env = gym.make(env_id, **options)
+        names = option_names(env_id)  # None: the factory takes any keyword (its task may not)
+        timeout_key = "time_limit_s" if names and "time_limit_s" in names else "timeout_s"  # LassoPath's name
+        options = {k: v for k, v in (("allow_unconfined", not bwrap_available()), (timeout_key, timeout_s))
+                   if names is None or k in names}
+        try:
+            env = gym.make(env_id, **options)
+        except TypeError:  # a task without these options (AHC, kernels): its own limits
+            print(f"  {env_id}: takes no {sorted(options)}; its own limits apply", file=sys.stderr)
+            env = gym.make(env_id)
     else:
         env = gym.make(env_id, action_mode="code", sandbox=SandboxLimits(timeout_s=timeout_s, memory_mb=2048))
     _, info = env.reset(seed=0)

@@ -101,7 +101,9 @@ def script_json(obj: Any) -> str:
 
 def json_lines(text: str) -> list[dict]:
     """The JSON-object lines of a JSON-lines text, in order; a torn or corrupt line (a run killed
-    mid-write), or a line holding anything but an object, is skipped.
+    mid-write, or nested too deeply to parse), or a line holding anything but an object, is skipped.
+    Only ``"\n"`` ends a line: ``str.splitlines`` would also split at U+2028, U+2029 and U+0085,
+    which ``json.dumps(..., ensure_ascii=False)`` leaves unescaped inside strings (an LLM's response).
 
     Args:
         text: the file's content.
@@ -110,10 +112,10 @@ def json_lines(text: str) -> list[dict]:
         One dict per complete object line.
     """
     rows = []
-    for line in text.splitlines():
+    for line in text.split("\n"):
         try:
             row = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(row, dict):
             rows.append(row)

@@ -46,7 +46,8 @@ from typing import Any
 from discoverygym.io import atomic_write_json
 from discoverygym.policy import Outcome, Sample
 
-__all__ = ["OUTCOMES_FILE", "OUTCOME_TAG", "SAMPLES_FILE", "UNSCORED", "OutcomeLog", "classify", "classify_error"]
+__all__ = ["CATEGORIES", "OUTCOMES_FILE", "OUTCOME_TAG", "SAMPLES_FILE", "UNSCORED", "OutcomeLog", "classify",
+           "classify_error", "rewind_counts"]
 
 OUTCOMES_FILE = "outcomes.json"
 SAMPLES_FILE = "samples.jsonl"
@@ -54,6 +55,8 @@ SAMPLES_FILE = "samples.jsonl"
 OUTCOME_TAG = "outcome/"
 #: the count key of candidates that could not be scored on this machine (no category).
 UNSCORED = "unscored"
+#: every key of ``outcomes.json``'s counts, in table order: each :class:`Outcome`, then :data:`UNSCORED`
+CATEGORIES = (*(o.value for o in Outcome), UNSCORED)
 
 _SYNTAX = ("syntax error", "could not be compiled", "compile error", "compilation error", "failed to compile")
 _ENTRY = ("the program must define a function",)
@@ -147,7 +150,7 @@ class OutcomeLog:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.keep_all = keep_all
         self.min_interval_s = float(min_interval_s)
-        self.counts: dict[str, int] = {o.value: 0 for o in Outcome} | {UNSCORED: 0}
+        self.counts: dict[str, int] = dict.fromkeys(CATEGORIES, 0)
         self._lines = 0
         self._written = 0.0
         self._dirty = False
@@ -225,9 +228,7 @@ class OutcomeLog:
 
     def summary(self) -> dict[str, Any]:
         """What ``outcomes.json`` holds: ``counts``, ``total``, ``scored`` and ``valid_fraction``."""
-        scored = self.total - self.counts[UNSCORED]
-        return {"counts": dict(self.counts), "total": self.total, "scored": scored,
-                "valid_fraction": (self.counts[Outcome.VALID.value] / scored) if scored else None}
+        return _summary(self.counts)
 
     def scalars(self) -> dict[str, float]:
         """``{"outcome/<category>": count}`` for TensorBoard (every category, zeros included)."""
@@ -242,3 +243,31 @@ class OutcomeLog:
         self._dirty = False
 
     close = flush
+
+
+def rewind_counts(run_dir: str | os.PathLike, scalars: Mapping[str, Any] | None) -> None:
+    """Set ``run_dir``'s ``outcomes.json`` back to the counts of a logged step, when a resumed run
+    drops the steps a killed run logged after its checkpoint (their ``samples.jsonl`` lines are cut).
+
+    Args:
+        run_dir: the run directory.
+        scalars: that step's metrics row (its ``outcome/<category>`` values, :meth:`OutcomeLog.scalars`,
+            are the counts so far), or ``None`` / a row without them: no step kept, so
+            ``outcomes.json`` is removed and :class:`OutcomeLog` recounts from ``samples.jsonl``.
+    """
+    path = Path(run_dir) / OUTCOMES_FILE
+    counts = {key: int(scalars[OUTCOME_TAG + key]) for key in CATEGORIES
+              if scalars is not None and isinstance(scalars.get(OUTCOME_TAG + key), (int, float))}
+    if not counts:
+        path.unlink(missing_ok=True)
+        return
+    atomic_write_json(path, _summary(dict.fromkeys(CATEGORIES, 0) | counts), fsync=False)
+
+
+def _summary(counts: Mapping[str, int]) -> dict[str, Any]:
+    """``outcomes.json`` of ``counts`` (every key of :data:`CATEGORIES`)."""
+    total = sum(counts.values())
+    scored = total - counts[UNSCORED]
+    return {"counts": dict(counts), "total": total, "scored": scored,
+            "valid_fraction": (counts[Outcome.VALID.value] / scored) if scored else None}
+

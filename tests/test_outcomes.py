@@ -68,3 +68,25 @@ def test_outcome_log_writes_counts_and_texts_and_continues_after_a_restart(tmp_p
     assert again.counts["valid"] == 2 and again.total == 3
     again.record(Sample(action="#", text="t", outcome=Outcome.TRUNCATED), valid)
     assert json.loads((tmp_path / "outcomes.json").read_text())["counts"]["truncated"] == 1
+
+
+def test_a_resume_sets_outcomes_back_to_the_checkpoint_with_the_samples(tmp_path):
+    """The tester's finding: a train run killed mid-step and resumed kept the dropped step's answers in
+    ``outcomes.json`` (16) while ``samples.jsonl`` and ``metrics.jsonl`` were cut back (12)."""
+    from discoverygym.agents.train_log import TrainLog
+
+    log = OutcomeLog(tmp_path, min_interval_s=0.0)
+    history = []
+    for step, outcome in ((1, Outcome.TRUNCATED), (2, Outcome.SYNTAX_ERROR), (3, Outcome.NO_CODE)):
+        for _ in range(4):
+            log.record(Sample(text=f"answer of step {step}", outcome=outcome), None, step=step)
+        history.append({"step": step, **log.scalars()})  # what the trainer logs per step
+    log.flush()
+    assert log.total == 12
+    TrainLog(tmp_path).rewind(history[:2], 2)  # the checkpoint is after step 2; step 3 is done again
+    restored = json.loads((tmp_path / "outcomes.json").read_text())
+    assert restored["total"] == 8 and restored["counts"]["no_code"] == 0 and restored["counts"]["truncated"] == 4
+    assert len((tmp_path / "samples.jsonl").read_text().splitlines()) == 8
+    assert OutcomeLog(tmp_path).total == 8  # the resumed run counts on from the checkpoint
+    TrainLog(tmp_path).rewind([], 0)  # no checkpoint: everything is done again
+    assert not (tmp_path / "outcomes.json").exists() and OutcomeLog(tmp_path).total == 0

@@ -19,6 +19,7 @@ from typing import Any
 
 from discoverygym.agents.checkpoint import truncate_jsonl
 from discoverygym.io import atomic_write_json
+from discoverygym.outcomes import rewind_counts
 from discoverygym.types import State
 
 __all__ = ["ARCHIVE_EVERY_S", "STATES_FILE", "TrainLog"]
@@ -115,8 +116,10 @@ class TrainLog:
 
     def rewind(self, history: list[dict], step: int) -> None:
         """Drop what a killed run logged after its checkpoint at ``step`` (``0``: none): rewrite
-        ``metrics.jsonl`` from the checkpoint's ``history`` and cut ``samples.jsonl`` and
-        ``states.jsonl`` after ``step`` (the resumed run logs those steps again)."""
+        ``metrics.jsonl`` from the checkpoint's ``history``, cut ``samples.jsonl`` and
+        ``states.jsonl`` after ``step`` and set ``outcomes.json`` back to the counts of the
+        checkpoint's last metrics row (the resumed run logs those steps again)."""
         (self.run_dir / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in history))
         truncate_jsonl(self.run_dir / "samples.jsonl", step)
+        rewind_counts(self.run_dir, history[-1] if history else None)  # outcomes.json as at the checkpoint
         truncate_jsonl(self.run_dir / STATES_FILE, step)

@@ -66,7 +66,10 @@ def build_report(run_dir: str | os.PathLike, out: str | os.PathLike | None = Non
     path = Path(out) if out is not None else Path(run_dir) / "report.html"
     if path.is_dir():  # -o DIR: the report goes inside it
         path = path / "report.html"
-    atomic_write_text(path, render_html(data, js, picture, refresh_s=refresh_s), fsync=False)
+    page = render_html(data, js, picture, refresh_s=refresh_s)
+    # a lone surrogate (a "\ud800" escape in a logged response) cannot be written as UTF-8: replaced by "?"
+    page = page.encode("utf-8", errors="replace").decode("utf-8")
+    atomic_write_text(path, page, fsync=False)
     return path
 
 

@@ -124,7 +124,7 @@ def _read_json(path: Path) -> Any:
     """``path``'s JSON, or ``None`` when absent or unreadable (a live run may be rewriting it)."""
     try:
         return json.loads(path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
 
 
@@ -452,11 +452,14 @@ def _collect_samples(run_dir: Path, data: RunData) -> None:
     rows = _read_jsonl(run_dir / "samples.jsonl")
     if not rows:
         return
-    counts = _read_json(run_dir / "outcomes.json")
-    if isinstance(counts, dict) and isinstance(counts.get("counts"), dict):
-        counts = counts["counts"]
-    if isinstance(counts, dict):
-        data.summary["outcomes"] = ", ".join(f"{k} {v}" for k, v in counts.items() if isinstance(v, int) and v)
+    from discoverygym.outcomes import CATEGORIES
+
+    stored = _read_json(run_dir / "outcomes.json")
+    counts = stored.get("counts") if isinstance(stored, dict) else None
+    listed = ", ".join(f"{k} {counts[k]}" for k in CATEGORIES
+                       if isinstance(counts, dict) and type(counts.get(k)) is int and counts[k] > 0)
+    if listed:
+        data.summary["outcomes"] = listed
     shown = rows[-MAX_SAMPLES:]
     if len(rows) > len(shown):
         data.notes.append(f"the samples table shows the newest {len(shown)} of {len(rows)} responses "
@@ -464,8 +467,9 @@ def _collect_samples(run_dir: Path, data: RunData) -> None:
 
     def text(row: dict) -> str:
         t = row.get("text")
-        if not isinstance(t, str):
+        if t is None:
             return ""
+        t = t if isinstance(t, str) else json.dumps(t)
         return t if len(t) <= MAX_SAMPLE_TEXT else t[:MAX_SAMPLE_TEXT] + f"\n… ({len(t) - MAX_SAMPLE_TEXT} more characters)"
 
     columns = ["step", "group", "i", "outcome", "tokens", "finish", "score", "error", "response text"]

@@ -71,3 +71,13 @@ def test_one_lp_call_on_the_published_construction_beats_the_published_record():
     record = min(RECORDS["ThirdAutocorrelation-v0"].record.value, start)
     assert record - 1e-7 < start
     assert got < record - 1e-6, (start, got, record)
+
+
+@pytest.mark.parametrize("name", ["lp", "hop"])
+@pytest.mark.parametrize("bad", [[], [1.0, float("nan"), 2.0], [1.0, float("inf")], [[1.0, 2.0], [3.0, 4.0]],
+                                 [1e-320, 2e-320, 1e-320]])
+def test_lp_operators_refuse_heights_they_cannot_use(name, bad):
+    """The tester's finding: NaN/inf/empty heights gave an all-NaN child (or an unclear error) instead of a ValueError."""
+    with pytest.raises(ValueError, match="third_autocorrelation"):
+        _op(name).apply(bad, {"width": 1.0, "delta": 1e-3, "margin": 2e-3} if name == "lp" else {"factor": 1.0},
+                        np.random.default_rng(0))

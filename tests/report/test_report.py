@@ -226,14 +226,22 @@ def test_an_llm_run_report_lists_every_response_text_escaped_with_its_outcome(tm
                       outcome=Outcome.TRUNCATED), None, step=1, group=0)
     log.record(Sample(text="no fence at all " * 1000, finish_reason="stop", parse_error="no code",
                       outcome=Outcome.NO_CODE), None, step=1, group=0)
+    log.record(Sample(text="a\u2028b\u2029c\u0085d", finish_reason="stop", outcome=Outcome.NO_CODE), None, step=2)
     log.flush()
+    with open(run_dir / "samples.jsonl", "a", encoding="utf-8") as fh:  # what a hostile or broken writer leaves
+        fh.write("[" * 100_000 + "\n")  # nested too deeply for json
+        fh.write('{"step": 3, "outcome": "no_code", "text": "lone \\ud800 surrogate"}\n')
     assert main(["report", str(run_dir)]) == 0
     html = (run_dir / "report.html").read_text()
     table = html[html.index("<h2>LLM samples (samples.jsonl)</h2>"):]
     table = table[:table.index("</table>") + len("</table>")]
-    assert table.count("<tr>") == 3  # header + 2 responses
+    assert table.count("<tr>") == 5  # header + 4 responses: U+2028 does not end a line; the deep one is skipped
+    assert "a\u2028b\u2029c\u0085d" in table and "lone ? surrogate" in table
     assert "<script>alert(1)" not in html and "&lt;/td&gt;&lt;/table&gt;&lt;script&gt;alert(1)" in table
     assert ">truncated<" in table and ">no_code<" in table and ">length<" in table
     assert "response ends inside an unclosed code block" in table
     assert f"({len('no fence at all ' * 1000) - MAX_SAMPLE_TEXT} more characters)" in table
-    assert re.search(r"<td>outcomes</td><td>[^<]*no_code 1[^<]*truncated 1", html)
+    assert re.search(r"<td>outcomes</td><td>[^<]*no_code 2[^<]*truncated 1</td>", html)
+    (run_dir / "outcomes.json").write_text('{"counts": {"valid": "3", "truncated": true, "neg": -3, "no_code": -1}}')
+    assert main(["report", str(run_dir)]) == 0  # malformed counts: none of them is shown
+    assert "<td>outcomes</td>" not in (run_dir / "report.html").read_text()

@@ -34,6 +34,7 @@ import numpy as np
 
 from discoverygym.agents.policies import SamplingContext
 from discoverygym.agents.policies.llm import LLMSample
+from discoverygym.io import json_lines
 from discoverygym.policy import Sample
 from discoverygym.search.runlog import RunLog
 from discoverygym.types import to_jsonable
@@ -134,11 +135,7 @@ def read_prompts(run_dir: str | os.PathLike) -> dict[tuple[int, int, int], dict]
     path = Path(run_dir) / PROMPTS_FILE
     recorded: dict[tuple[int, int], list[dict]] = {}
     if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
+        for rec in json_lines(path.read_text(encoding="utf-8")):  # only "\n" ends a line (U+2028 in a response)
             recorded.setdefault((rec["traj"], rec["step"]), []).append(rec)
     out: dict[tuple[int, int, int], dict] = {}
     for r in RunLog(run_dir, create=False).read_records():

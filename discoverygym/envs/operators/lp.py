@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from discoverygym.envs.operators.deadline import expired, remaining
 from discoverygym.envs.polish import project_box_sum
 from discoverygym.rewards.convolution import convolve
 
-__all__ = ["AC1", "AC3", "ERDOS", "BilinearMax", "slp"]
+__all__ = ["AC1", "AC3", "ERDOS", "BilinearMax", "prepared", "slp"]
 
 #: most active constraints (rows) and free pieces (columns) of one LP, and most entries of its
 #: dense matrix (rows are cut to MAX_ENTRIES // columns, the largest c_m kept): a 470 x 600 Erdős
@@ -177,6 +178,23 @@ def _lp_step(model: BilinearMax, x: np.ndarray, c: np.ndarray, cols: np.ndarray,
     return model.clip(out)
 
 
+def prepared(model: BilinearMax, x: Any) -> np.ndarray:
+    """``x`` as float64 heights normalised by ``model.prepare``.
+
+    Raises:
+        ValueError: ``x`` is not a non-empty 1-D array of finite numbers, or its normalisation is not
+            finite (e.g. heights of 1e-320 scaled up to a fixed sum).
+    """
+    arr = np.asarray(x, dtype=np.float64)
+    if arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)):
+        raise ValueError(f"{model.name}: heights must be a non-empty 1-D array of finite numbers")
+    with np.errstate(all="ignore"):
+        out = model.prepare(arr)
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"{model.name}: the heights cannot be normalised (their sum under- or overflows)")
+    return out
+
+
 def slp(model: BilinearMax, x: np.ndarray, rng: np.random.Generator, width: float, delta: float,
         margin: float, iterations: int = 3, min_delta: float = 0.0) -> np.ndarray:
     """``iterations`` trust-region LP steps on a random block of pieces (see the module docstring).
@@ -201,9 +219,10 @@ def slp(model: BilinearMax, x: np.ndarray, rng: np.random.Generator, width: floa
         the prepared input, which is returned when no step improves it.
 
     Raises:
+        ValueError: non-finite, empty or multi-dimensional heights (:func:`prepared`).
         ImportError: scipy missing.
     """
-    x = model.prepare(np.asarray(x, dtype=np.float64))
+    x = prepared(model, x)
     n = x.size
     w = int(min(n, MAX_COLS, max(2, round(width * n))))
     start = int(rng.integers(0, n - w + 1))

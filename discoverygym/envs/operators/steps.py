@@ -210,6 +210,7 @@ def hop(x, rng, factor, *, model: _lp.BilinearMax, **_) -> np.ndarray:
     is lower (the acceptance rule of greedy basin hopping). So the child is never worse than the
     (resampled) start, and equals it when no hop succeeded. Under a run's deadline
     (:mod:`~discoverygym.envs.operators.deadline`) no hop starts after it."""
+    _lp.prepared(model, x)  # ValueError on non-finite or empty heights
     x = np.asarray(x, dtype=np.float64)
     n = x.size
     m = _count(factor * n, MIN_PIECES, HOP_MAX_PIECES)
