@@ -39,6 +39,9 @@ def ac1_lbfgs(f: np.ndarray, rng: np.random.Generator, iterations: float, beta: 
         iterations: most L-BFGS iterations (≥ 1; each one or a few gradient evaluations).
         beta: inverse temperature ``β > 0`` (units 1/C1).
 
+    A piece at exactly 0 stays at 0 (the gradient in ``x = √f`` vanishes there): the move polishes
+    a construction's support; ``anneal``, ``hop`` and ``lp`` can grow new pieces.
+
     Returns:
         float64 ``(n,)`` of mean 1, ``f ≥ 0``: the result when its exact ``C1``
         (:func:`~discoverygym.envs.operators.anneal.ac1_bound`) is lower than the start's, else the
