@@ -76,7 +76,7 @@ def main() -> int:
     f = np.asarray(data["construction"] if isinstance(data, dict) else data, dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(f)) if f.ndim == 1 else []
     if f.ndim != 1 or f.size == 0 or len(bad) or np.any(f < 0) or not f.sum() > 0:
-        where = f" (f[{int(bad[0])}] = {f[bad[0]]!r})" if len(bad) else ""
+        where = f" (f[{int(bad[0])}] = {float(f[bad[0]])!r})" if len(bad) else ""
         p.error(f"{args.start}: need a non-empty 1-D list of finite heights >= 0 with a positive sum{where}")
     if args.out.exists():
         p.error(f"--out {args.out} exists: give a new run directory")
