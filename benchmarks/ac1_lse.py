@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 from scipy import fft
 from scipy.optimize import minimize
+from store_record import write_best  # benchmarks/ (this script's folder)
 
-from discoverygym.envs.mathematics import AC1
 from discoverygym.rewards.autocorrelation import first_autocorrelation
 
 
@@ -106,9 +106,7 @@ def main() -> int:
         log.flush()
         print(f"τ {tau:g}: {res.nit} iterations, C1 {value!r}, best {best!r}", flush=True)
     print(f"AC1 LSE: {initial!r} -> {best!r} in {rounds} rounds, {time.monotonic() - t0:.0f} s")
-    (args.out / "best.json").write_text(json.dumps({
-        "env_id": "FirstAutocorrelation-v0", "construction": f.tolist(), "score": best,
-        "initial_score": initial, "sota": AC1.sota, "state": {"metadata": {"operator": "ac1-lse"}}}))
+    write_best(args.out, "FirstAutocorrelation-v0", f, best, initial, "ac1-lse")
     return 0
 
 

@@ -24,11 +24,32 @@ import sys
 from pathlib import Path
 
 import gymnasium as gym
+import numpy as np
 
 import discoverygym  # noqa: F401  (registers the envs)
 from discoverygym.io import atomic_write_json, json_lines
-from discoverygym.records import RECORDS
+from discoverygym.records import RECORDS, sota
 from discoverygym.rewards.certify import certify, read_exact_json
+
+
+def write_best(run_dir: Path, env_id: str, construction, score: float, initial: float, operator: str) -> Path:
+    """Write ``RUN_DIR/best.json`` in the shape :func:`main` reads (a record attempt's result).
+
+    Args:
+        run_dir: the attempt's run directory (exists).
+        env_id: the env whose verifier scored ``construction``.
+        construction: the best construction (a numpy array or a list; its dtype is kept: ints stay ints).
+        score, initial: the verifier's value of the best and of the start construction.
+        operator: the move that found it (``state.metadata.operator``).
+
+    Returns:
+        the file's path.
+    """
+    path = Path(run_dir) / "best.json"
+    atomic_write_json(path, {"env_id": env_id, "construction": np.asarray(construction).tolist(), "score": score,
+                             "initial_score": initial, "sota": sota(env_id),
+                             "state": {"metadata": {"operator": operator}}})
+    return path
 
 
 def main() -> int:

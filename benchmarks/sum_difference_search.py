@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+from store_record import write_best  # benchmarks/ (this script's folder)
 
-from discoverygym.records import sota
 from discoverygym.rewards.sum_difference import MAX_SIZE, sum_difference
 
 
@@ -138,10 +138,7 @@ def main() -> int:
     verified = sum_difference(best_a.tolist()).value
     print(f"sum-difference tabu: {initial!r} -> {verified!r} (|A| = {best_a.size}) in {step} steps, "
           f"{time.monotonic() - t0:.0f} s")
-    (args.out / "best.json").write_text(json.dumps({
-        "env_id": "SumDifference-v0", "construction": best_a.tolist(), "score": verified,
-        "initial_score": initial, "sota": sota("SumDifference-v0"),
-        "state": {"metadata": {"operator": "sum-difference tabu"}}}))
+    write_best(args.out, "SumDifference-v0", best_a, verified, initial, "sum-difference tabu")
     return 0
 
 
