@@ -270,4 +270,3 @@ def _summary(counts: Mapping[str, int]) -> dict[str, Any]:
     scored = total - counts[UNSCORED]
     return {"counts": dict(counts), "total": total, "scored": scored,
             "valid_fraction": (counts[Outcome.VALID.value] / scored) if scored else None}
-

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from discoverygym.io import json_lines, run_kind
+from discoverygym.outcomes import CATEGORIES
 from discoverygym.search.runlog import RunLog
 
 __all__ = ["Node", "RunData", "collect", "program_text", "unified_diff"]
@@ -452,8 +453,6 @@ def _collect_samples(run_dir: Path, data: RunData) -> None:
     rows = _read_jsonl(run_dir / "samples.jsonl")
     if not rows:
         return
-    from discoverygym.outcomes import CATEGORIES
-
     stored = _read_json(run_dir / "outcomes.json")
     counts = stored.get("counts") if isinstance(stored, dict) else None
     listed = ", ".join(f"{k} {counts[k]}" for k in CATEGORIES

@@ -210,14 +210,12 @@ def hop(x, rng, factor, *, model: _lp.BilinearMax, **_) -> np.ndarray:
     is lower (the acceptance rule of greedy basin hopping). So the child is never worse than the
     (resampled) start, and equals it when no hop succeeded. Under a run's deadline
     (:mod:`~discoverygym.envs.operators.deadline`) no hop starts after it."""
-    _lp.prepared(model, x)  # ValueError on non-finite or empty heights
+    h = _lp.prepared(model, x)  # ValueError on non-finite or empty heights
     x = np.asarray(x, dtype=np.float64)
     n = x.size
     m = _count(factor * n, MIN_PIECES, HOP_MAX_PIECES)
     if m != n:
         h = _lp.slp(model, _interp(x, m), rng, 1.0, 0.05, 0.02, iterations=HOP_ITERATIONS, min_delta=HOP_MIN_DELTA)
-    else:
-        h = model.prepare(x)
     best = float(model.values(h).max())
     for _ in range(HOP_TRIES):
         if expired():  # the run's deadline (operators.deadline): the best so far
