@@ -254,6 +254,11 @@ def rewind_counts(run_dir: str | os.PathLike, scalars: Mapping[str, Any] | None)
         scalars: that step's metrics row (its ``outcome/<category>`` values, :meth:`OutcomeLog.scalars`,
             are the counts so far), or ``None`` / a row without them: no step kept, so
             ``outcomes.json`` is removed and :class:`OutcomeLog` recounts from ``samples.jsonl``.
+
+    Raises:
+        OSError: the file cannot be written or removed (a full disk, a read-only run directory).
+
+    Source: ours (issue 39: a resumed run's counts must match its ``samples.jsonl`` and ``metrics.jsonl``).
     """
     path = Path(run_dir) / OUTCOMES_FILE
     counts = {key: int(scalars[OUTCOME_TAG + key]) for key in CATEGORIES

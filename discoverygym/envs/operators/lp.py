@@ -181,6 +181,13 @@ def _lp_step(model: BilinearMax, x: np.ndarray, c: np.ndarray, cols: np.ndarray,
 def prepared(model: BilinearMax, x: Any) -> np.ndarray:
     """``x`` as float64 heights normalised by ``model.prepare``.
 
+    Args:
+        model: the objective whose normalisation applies.
+        x: ``(n,)`` heights (anything ``np.asarray`` turns into float64).
+
+    Returns:
+        float64 ``(n,)``: ``model.prepare(x)``.
+
     Raises:
         ValueError: ``x`` is not a non-empty 1-D array of finite numbers, or its normalisation is not
             finite (e.g. heights of 1e-320 scaled up to a fixed sum).
