@@ -27,6 +27,7 @@ OURS = [(e.env_id, o) for e in RECORDS.values() for o in e.ours]
     ("ThirdAutocorrelation-v0", 1.4536755, "SimpleTES"),
     ("CirclePacking-26-v0", 2.6359830849, "AlphaEvolve v2"),
     ("SumDifference-v0", 1.1448869, "SimpleTES"),
+    ("SumDifference-Large-v0", 1.1448869, "SimpleTES"),
 ])
 def test_anchors_are_todays_and_the_envs_read_them(env_id, value, source):
     assert RECORDS[env_id].record.value == value and RECORDS[env_id].record.source.startswith(source)

@@ -6,6 +6,7 @@ Each problem is one :class:`~discoverygym.envs.problem.Problem` value; verifiers
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from functools import partial
 
@@ -213,6 +214,20 @@ SUM_DIFFERENCE = Problem(
     render=integer_set,
 )
 
+SUM_DIFFERENCE_LARGE = dataclasses.replace(
+    SUM_DIFFERENCE,
+    name="sum_difference_large",
+    title="Sum-difference exponent of a finite integer set, any size",
+    verifier=partial(sum_difference, max_size=None),
+    description=(
+        "Find a finite set A of integers (at least 2 distinct elements, any number of them, each of "
+        "absolute value at most 10^6) making C(A) = log(|A+A|/|A|) / log(|A-A|/|A|) large, where "
+        "A+A and A-A are the sets of pairwise sums and differences. Both ratios must exceed 1. "
+        "Duplicates are ignored. SumDifference-v0 without SimpleTES's cap of 512 elements."
+    ),
+    sota=records.sota("SumDifference-Large-v0", best_human=1.143975),
+)
+
 HADAMARD_29 = Problem(
     name="hadamard_29",
     title="Maximal determinant of a ±1 matrix of order 29",
@@ -242,5 +257,6 @@ MATH_ENVS: dict[str, Problem] = {
     "CirclePacking-26-v0": CP26,
     "CirclePacking-32-v0": CP32,
     "SumDifference-v0": SUM_DIFFERENCE,
+    "SumDifference-Large-v0": SUM_DIFFERENCE_LARGE,
     "Hadamard-29-v0": HADAMARD_29,
 }

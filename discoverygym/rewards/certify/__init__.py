@@ -49,6 +49,7 @@ CERTIFIERS: dict[str, Callable[[Any], Certified]] = {
     "CirclePacking-26-v0": partial(certify_circle_packing, n=26),
     "CirclePacking-32-v0": partial(certify_circle_packing, n=32),
     "SumDifference-v0": certify_sum_difference,
+    "SumDifference-Large-v0": partial(certify_sum_difference, max_size=None),
     "Hadamard-29-v0": certify_hadamard,
 }
 #: keys a construction file may use for its own claimed value, in the order they are read
