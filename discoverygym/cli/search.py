@@ -32,13 +32,14 @@ from discoverygym.casestats import case_summary
 from discoverygym.cli.common import (
     check_policy_fits,
     json_value,
+    load_construction,
     one_line,
     resume_command,
     run_kind,
     seed_value,
 )
 from discoverygym.envs.registry import PROGRAM_TASKS
-from discoverygym.errors import BackendUnavailable
+from discoverygym.errors import BackendUnavailable, UsageError
 from discoverygym.io import file_in_the_way
 from discoverygym.policy import LLM_SPECS, POLICIES, is_llm_spec
 from discoverygym.search.config import SearchConfig, check_env_id
@@ -187,6 +188,10 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run-dir", required=True, help="run directory (created; must be new unless --resume)")
     p.add_argument(
         "--resume", action="store_true", help="continue the run in --run-dir with its stored config"
+    )
+    p.add_argument(
+        "--init", default=None, metavar="FILE",
+        help="start from this construction (JSON: bare or {'construction': ...}; re-verified, kept in config.json)",
     )
     p.add_argument(
         "--workers", type=_positive_int, default=None, help="evaluation workers, >= 1 (default: all CPUs)"
@@ -500,6 +505,33 @@ def _raised_at(exc: BaseException) -> str:
     return f" (raised at {last.filename}:{last.lineno} in {last.name})"
 
 
+def _set_initial(args: argparse.Namespace, config: SearchConfig) -> None:
+    """Put ``--init FILE``'s construction into ``config.initial`` after checking it with the env.
+
+    Raises:
+        UsageError: an unreadable file (:func:`~discoverygym.cli.common.load_construction`).
+        ValueError: ``--init`` with ``--resume`` (the run keeps its stored start), or an invalid
+            construction (the env's message).
+    """
+    if args.init is None:
+        return
+    if args.resume:
+        raise ValueError("--resume keeps the run's stored start; leave out --init")
+    config.initial = load_construction(Path(args.init))
+    config.validate(check_policy=False)
+    import gymnasium as gym
+
+    import discoverygym  # noqa: F401  (registers the envs)
+
+    env = gym.make(config.env_id, **config.env_kwargs)
+    try:
+        judged = env.unwrapped.evaluate(config.initial)
+    finally:
+        env.close()
+    if not judged.valid:
+        raise ValueError(f"--init {args.init}: not a valid construction: {judged.error}")
+
+
 def run(args: argparse.Namespace) -> int:
     """Execute ``discoverygym search`` with parsed ``args``; returns the exit code."""
     console = Console()
@@ -509,6 +541,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.resume:
             _check_run_dir_path(Path(args.run_dir))
         config = _config_from_args(args)
+        _set_initial(args, config)
         check_policy_fits(config.policy, config.env_id)
         chat = _chat_policy(args, config)
         display = _Display(console, config.budget, args.log_every)
@@ -528,7 +561,7 @@ def run(args: argparse.Namespace) -> int:
             display.stop()
         print(f"discoverygym search: unavailable here: {one_line(exc)}", file=sys.stderr)
         return 3
-    except (ValueError, TypeError, OSError) as exc:  # json.JSONDecodeError is a ValueError
+    except (ValueError, TypeError, OSError, UsageError) as exc:  # json.JSONDecodeError is a ValueError
         if display is not None:
             display.stop()
         print(f"discoverygym search: error: {one_line(exc)}", file=sys.stderr)

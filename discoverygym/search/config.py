@@ -59,8 +59,11 @@ class SearchConfig:
             (:mod:`~discoverygym.search.controllers`); still exactly C·L·K evaluations.
         controller_kwargs: hyper-parameters of the controllers, ``{"inspirations": {...},
             "restart": {...}, "budget": {...}}`` (plain JSON).
+        initial: a construction to start from (``discoverygym search --init FILE``; plain JSON,
+            re-verified by the env, kept in ``config.json`` so a resumed run starts from it
+            again), or ``None`` for the env's seeded initial state. Construction mode only.
 
-    The last three fields are left out of ``config.json`` at their
+    The last four fields are left out of ``config.json`` at their
     defaults, so runs written before they existed still resume.
     """
 
@@ -80,9 +83,10 @@ class SearchConfig:
     restart_controller: str | None = None
     budget_controller: str | None = None
     controller_kwargs: dict = field(default_factory=dict)
+    initial: Any = None
 
     #: fields written to ``config.json`` only when they differ from their default
-    OPTIONAL_FIELDS = ("restart_controller", "budget_controller", "controller_kwargs")
+    OPTIONAL_FIELDS = ("restart_controller", "budget_controller", "controller_kwargs", "initial")
 
     def validate(self, check_policy: bool = True, *, policy: Any = None) -> None:
         """Raise ``ValueError`` for an impossible configuration, before anything runs.
@@ -113,6 +117,9 @@ class SearchConfig:
             raise ValueError(f"inspirations must be an integer >= 1, got {self.inspirations!r} (or 'auto')")
         if self.action_mode not in ACTION_MODES:
             raise ValueError(f"action_mode must be 'construction' or 'code', got {self.action_mode!r}")
+        if self.initial is not None and self.action_mode != "construction":
+            raise ValueError("an initial construction (--init) needs --action-mode construction; "
+                             "in code mode the search starts from the env's initial program")
         for name in ("policy_kwargs", "selector_kwargs", "env_kwargs"):
             if not isinstance(getattr(self, name), dict):
                 raise ValueError(  # noqa: TRY004 - every configuration error is a ValueError

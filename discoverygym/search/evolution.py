@@ -508,9 +508,18 @@ class EvolutionarySearch:
 
     # ------------------------------------------------------------------ run
     def _initial_state(self) -> State:
+        """The start state: the env's seeded reset, or ``config.initial`` judged by the env.
+
+        Raises:
+            ValueError: ``config.initial`` is not a valid construction (the env's message).
+        """
         env = self.spec.make()
         _, info = env.reset(seed=int(self.config.seed))
         s: State = info["state"]
+        if self.config.initial is not None:
+            s = env.unwrapped.evaluate(self.config.initial)
+            if not s.valid:
+                raise ValueError(f"the initial construction (--init) is invalid: {s.error}")
         return State(
             s.solution,
             s.score,
