@@ -18,7 +18,7 @@ B − 1 and B − L + 1, about 2|B| values. With n = L + |B| + 2 and |B| ≈ 2�
 C(A) → log 8 / log 6 = 1.16056 as L → ∞. SimpleTES's 506-element record set has the same skeleton
 (a step-4 progression with a sparse class and dense fringes) at L ≈ 446; its 512-element cap is
 what holds C below 1.145. The set is centred (shifted by −2L) so |a| ≤ 10^6 holds up to
-L = 499,999.
+L = 500,000.
 
 For each L the script tries every k within ±6 of √(L/2), scores each set with the env's verifier,
 and keeps the best; it writes ``RUN_DIR/best.json`` (the shape ``benchmarks/store_record.py``
@@ -59,7 +59,7 @@ def lattice_set(length: int, step: int) -> np.ndarray:
         (n,) int64, sorted and distinct, centred: every |a| <= 4L.
 
     Raises:
-        ValueError: ``length < 4``, ``step < 1``, or an element beyond 10^6 (L > 499,999).
+        ValueError: ``length < 4``, ``step < 1``, or an element beyond 10^6 (L > 500,000).
     """
     if length < 4 or step < 1:
         raise ValueError(f"need L >= 4 and k >= 1, got L={length}, k={step}")
@@ -91,13 +91,29 @@ def best_for(env, length: int, width: int = 6) -> tuple[float, int, np.ndarray, 
     return best
 
 
+def lengths_value(text: str) -> list[int]:
+    """argparse type of ``--L``: comma-separated integers in [4, 500,000].
+
+    Raises:
+        argparse.ArgumentTypeError: anything else (argparse exits with code 2).
+    """
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    bad = [v for v in values if not 4 <= v <= MAX_ABS // 2]
+    if bad:
+        raise argparse.ArgumentTypeError(f"each L must be in [4, {MAX_ABS // 2}] (|a| <= 10^6), got {bad[0]}")
+    return values
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--L", default="1000,3000,10000,30000,100000",
-                   help="comma-separated lengths L of the full class (each at most 499,999)")
+    p.add_argument("--L", type=lengths_value, default=[1000, 3000, 10000, 30000, 100000],
+                   help="comma-separated lengths L of the full class (each in [4, 500000])")
     p.add_argument("--out", type=Path, required=True, help="run directory (best.json, config.json, metrics.jsonl)")
     args = p.parse_args()
-    lengths = [int(v) for v in args.L.split(",")]
+    lengths = args.L
     args.out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(args.out / "config.json", {"env_id": ENV_ID, "L": lengths, "operator": "lattice"})
     env = gym.make(ENV_ID).unwrapped

@@ -40,7 +40,7 @@ from discoverygym.cli.common import (
 )
 from discoverygym.envs.registry import PROGRAM_TASKS
 from discoverygym.errors import BackendUnavailable, UsageError
-from discoverygym.io import file_in_the_way
+from discoverygym.io import check_input_file, file_in_the_way
 from discoverygym.policy import LLM_SPECS, POLICIES, is_llm_spec
 from discoverygym.search.config import SearchConfig, check_env_id
 from discoverygym.search.evolution import EvolutionarySearch, SearchResult
@@ -474,8 +474,20 @@ def _summary(console: Console, config: SearchConfig, result: SearchResult, probl
 
 
 def _resume_hint(args: argparse.Namespace) -> str:
-    """The exact command that continues this search (the original argv with ``--resume``)."""
-    return resume_command(args, ["search", args.env_id, "--run-dir", str(args.run_dir)])
+    """The exact command that continues this search (the original argv with ``--resume``, without
+    ``--init FILE``: the run keeps its stored start, and ``--resume`` refuses ``--init``)."""
+    import shlex
+
+    words = shlex.split(resume_command(args, ["search", args.env_id, "--run-dir", str(args.run_dir)]))
+    out, skip = [], False
+    for w in words:
+        if skip:
+            skip = False
+        elif w == "--init":
+            skip = True
+        elif not w.startswith("--init="):
+            out.append(w)
+    return shlex.join(out)
 
 
 def _limit_hint(args: argparse.Namespace, limit: str) -> str:
@@ -517,6 +529,13 @@ def _set_initial(args: argparse.Namespace, config: SearchConfig) -> None:
         return
     if args.resume:
         raise ValueError("--resume keeps the run's stored start; leave out --init")
+    if config.env_id in PROGRAM_TASKS:
+        raise ValueError(f"{config.env_id} takes programs only; --init starts a construction env from a "
+                         "construction (`discoverygym list`)")
+    try:
+        check_input_file(args.init)  # a regular file within the input limit: no FIFO, device or huge file
+    except ValueError as exc:
+        raise UsageError(f"--init: {exc}") from None
     config.initial = load_construction(Path(args.init))
     config.validate(check_policy=False)
     import gymnasium as gym

@@ -10,7 +10,7 @@ Counting: up to :data:`DIRECT_MAX` distinct elements |A+A| and |A−A| come from
 n × n table of sums and differences; above it, from the convolutions 1_A * 1_A and 1_A * 1_{−A} of
 A's indicator over its range (length max A − min A + 1 ≤ 2·10^6 + 1), computed by FFT with the
 certified entrywise error bound of :mod:`discoverygym.rewards.convolution`. The exact counts are
-integers and the bound is below 1/2 (about 1e-5 at the largest range), so rounding recovers them
+integers and the bound is below 1/2 (about 3e-4 over the whole range), so rounding recovers them
 exactly and a sum exists iff its rounded count is positive.
 """
 

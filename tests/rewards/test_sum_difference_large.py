@@ -89,3 +89,21 @@ def test_lattice_construction_meets_its_counts(tmp_path):
     assert s >= 8 * length - 8 and d <= 6 * length + 2 * sparse + 8
     assert best["score"] == pytest.approx(math.log(s / n) / math.log(d / n), rel=1e-15)
     assert best["score"] > 1.1448869 and max(abs(v) for v in a) <= 10**6
+
+
+@pytest.mark.parametrize("env_id", ["SumDifference-v0", "SumDifference-Large-v0"])
+def test_equal_counts_certify_exactly_one(env_id):
+    """An arithmetic progression has |A+A| = |A−A| = 2|A| − 1, so C(A) = 1 exactly."""
+    cert = certify(env_id, {"construction": [0, 3, 6, 9, 12], "claimed": 1})
+    assert cert["valid"] and cert["value_exact"] == "1/1" and cert["claim"]["verdict"] == "consistent"
+    assert cert["facts"]["sumset"] == cert["facts"]["diffset"] == 9
+
+
+def test_certify_reads_as_many_entries_as_the_verifier():
+    """Duplicates count towards the entry limit the same way in the env and in the certificate."""
+    values = [0, 1, 3] * 2000
+    assert gym.make("SumDifference-v0").unwrapped.evaluate(values).valid
+    cert = certify("SumDifference-v0", values)
+    assert cert["valid"] and cert["facts"]["duplicates"] == 5997
+    small = certify("SumDifference-Large-v0", [5])
+    assert not small["valid"] and "at least 2" in small["error"] and "None" not in small["error"]

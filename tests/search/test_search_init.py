@@ -6,12 +6,16 @@ Ground truth: the classic MSTD set {0, 2, 3, 4, 7, 11, 12, 14} has |A+A| = 26 an
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
+import os
+import shlex
 
 import pytest
 
 from discoverygym.cli import main
+from discoverygym.cli.search import _resume_hint
 
 MSTD = [0, 2, 3, 4, 7, 11, 12, 14]
 SMALL = ["-C", "1", "-L", "2", "-K", "2", "--executor", "inline", "--no-tensorboard"]
@@ -60,3 +64,22 @@ def test_init_needs_construction_mode_and_a_new_run(tmp_path, capsys):
     assert main(["search", "SumDifference-v0", *SMALL, "--run-dir", str(run)]) == 0
     code = main(["search", "SumDifference-v0", "--init", str(init), *SMALL, "--run-dir", str(run), "--resume"])
     assert code == 2 and "leave out --init" in capsys.readouterr().err
+
+
+def test_init_refuses_a_fifo_and_a_program_env(tmp_path, capsys):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    code = main(["search", "SumDifference-v0", "--init", str(fifo), *SMALL, "--run-dir", str(tmp_path / "r1")])
+    assert code == 2 and "FIFO" in capsys.readouterr().err
+    init = tmp_path / "start.json"
+    init.write_text(json.dumps(MSTD))
+    code = main(["search", "AHC039-v0", "--init", str(init), *SMALL, "--run-dir", str(tmp_path / "r2")])
+    assert code == 2 and "takes programs only" in capsys.readouterr().err
+
+
+def test_the_printed_resume_command_leaves_out_init():
+    args = argparse.Namespace(argv=["search", "SumDifference-v0", "--init", "a b.json", "-C", "2",
+                                    "--init=x.json", "--run-dir", "runs/r"], env_id="SumDifference-v0",
+                              run_dir="runs/r")
+    hint = shlex.split(_resume_hint(args))
+    assert hint == ["discoverygym", "search", "SumDifference-v0", "-C", "2", "--run-dir", "runs/r", "--resume"]

@@ -10,11 +10,13 @@ log(|A+A|/|A|) / log(|A−A|/|A|) is irrational, so it is enclosed in a rigorous
 from __future__ import annotations
 
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from discoverygym.errors import InvalidSolution
 from discoverygym.rewards.certify.exact import enclose, exact_vector, integer_convolution, precise
 from discoverygym.rewards.certify.result import Certified
+from discoverygym.rewards.common import MAX_ENTRIES
 from discoverygym.rewards.sum_difference import MAX_ABS, MAX_SIZE, MIN_SIZE
 
 
@@ -53,24 +55,30 @@ def certify_sum_difference(values: Any, max_size: int | None = MAX_SIZE) -> Cert
     Raises:
         InvalidSolution: a non-integer or out-of-range entry, |A| outside [2, max_size], a ratio ≤ 1.
     """
-    numbers = exact_vector(values, "A", 10 * (max_size or 2 * MAX_ABS + 1))
+    numbers = exact_vector(values, "A", MAX_ENTRIES)  # the verifier's limit on entries (duplicates included)
     for i, v in enumerate(numbers):
         if v != v.to_integral_value() or abs(v) > MAX_ABS:
             raise InvalidSolution(f"A[{i}] = {v} is not an integer in [-{MAX_ABS}, {MAX_ABS}]")
     a = sorted({int(v) for v in numbers})
     if len(a) < MIN_SIZE or (max_size is not None and len(a) > max_size):
-        raise InvalidSolution(f"|A| = {len(a)} distinct integers is outside [{MIN_SIZE}, {max_size}]")
+        raise InvalidSolution(f"|A| = {len(a)} distinct integers is outside [{MIN_SIZE}, {max_size}]"
+                              if max_size is not None else
+                              f"|A| = {len(a)} distinct integers; at least {MIN_SIZE} are needed")
     sums, diffs = exact_set_sizes(a)
     if not (sums > len(a) and diffs > len(a)):
         raise InvalidSolution(f"|A+A|/|A| = {sums}/{len(a)} and |A−A|/|A| = {diffs}/{len(a)} must both exceed 1")
+    facts = {"size": len(a), "sumset": sums, "diffset": diffs, "duplicates": len(numbers) - len(a)}
+    formula = f"C(A) = log({sums}/{len(a)}) / log({diffs}/{len(a)})"
+    method = ("exact set counts in integers" + ("" if len(a) <= MAX_SIZE else
+              " (supports of exact big-integer convolutions of A's indicator)"))
+    if sums == diffs:  # log(x)/log(x) with x > 1: exactly 1 (an arithmetic progression, for one)
+        return Certified.rational(Fraction(1), formula=formula, method=method + "; equal counts, so exactly 1",
+                                  facts=facts, inputs={"A": a})
     ctx = precise()
     value = ctx.divide(ctx.ln(ctx.divide(Decimal(sums), Decimal(len(a)))),
                        ctx.ln(ctx.divide(Decimal(diffs), Decimal(len(a)))))
     return Certified(
-        None, enclose(value),
-        formula=f"C(A) = log({sums}/{len(a)}) / log({diffs}/{len(a)})",
-        method=("exact set counts in integers" + ("" if len(a) <= MAX_SIZE else
-                " (supports of exact big-integer convolutions of A's indicator)") + "; logarithms correctly rounded to 60 digits, enclosed in ±1e-50 relative"),
-        facts={"size": len(a), "sumset": sums, "diffset": diffs, "duplicates": len(numbers) - len(a)},
-        inputs={"A": a},
+        None, enclose(value), formula=formula,
+        method=method + "; logarithms correctly rounded to 60 digits, enclosed in ±1e-50 relative",
+        facts=facts, inputs={"A": a},
     )
