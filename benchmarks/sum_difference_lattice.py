@@ -56,7 +56,7 @@ def lattice_set(length: int, step: int) -> np.ndarray:
         step: k >= 1, the step of the basis's sparse middle.
 
     Returns:
-        (n,) int64, sorted and distinct, centred: every |a| <= 4L.
+        (n,) int64, sorted and distinct, n = L + |B| + 2, centred (shifted by −2L): every |a| <= 2L.
 
     Raises:
         ValueError: ``length < 4``, ``step < 1``, or an element beyond 10^6 (L > 500,000).
@@ -76,8 +76,17 @@ def lattice_set(length: int, step: int) -> np.ndarray:
 def best_for(env, length: int, width: int = 6) -> tuple[float, int, np.ndarray, dict]:
     """Score every step k within ``width`` of √(L/2) with ``env``'s verifier; return the best.
 
+    Args:
+        env: the unwrapped ``SumDifference-Large-v0`` env (its ``evaluate`` scores a set).
+        length: L, as in :func:`lattice_set`.
+        width: how many steps either side of √(L/2) are tried.
+
     Returns:
-        ``(C, k, set, metrics)`` of the best valid set.
+        ``(C, k, set, metrics)`` of the best valid set: C(A) (float), the step, the (n,) int64 set,
+        and ``{"size", "sumset", "diffset"}`` from the verifier.
+
+    Raises:
+        RuntimeError: no step gives a valid set.
     """
     centre = max(1, round(math.sqrt(length / 2)))
     best = None

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from discoverygym.errors import UsageError
-from discoverygym.io import run_kind
+from discoverygym.io import check_input_file, run_kind
 
 __all__ = ["UsageError", "check_policy_fits", "json_value", "load_construction", "one_line", "resume_command",
            "run_kind", "seed_value"]
@@ -81,9 +81,15 @@ def load_construction(path: Path) -> Any:
         The construction as plain JSON data (lists of numbers).
 
     Raises:
-        UsageError: unreadable file, invalid JSON (or nested too deeply to parse), or an object
+        UsageError: not a regular file within the input size limit (a FIFO, a device, a directory or
+            a larger file: :func:`~discoverygym.io.check_input_file`, checked before anything reads
+            it), unreadable file, invalid JSON (or nested too deeply to parse), or an object
             without ``construction``.
     """
+    try:
+        check_input_file(path)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     try:
         data = json.loads(Path(path).read_text())
     except OSError as exc:

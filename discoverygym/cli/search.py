@@ -40,7 +40,7 @@ from discoverygym.cli.common import (
 )
 from discoverygym.envs.registry import PROGRAM_TASKS
 from discoverygym.errors import BackendUnavailable, UsageError
-from discoverygym.io import check_input_file, file_in_the_way
+from discoverygym.io import file_in_the_way
 from discoverygym.policy import LLM_SPECS, POLICIES, is_llm_spec
 from discoverygym.search.config import SearchConfig, check_env_id
 from discoverygym.search.evolution import EvolutionarySearch, SearchResult
@@ -479,23 +479,12 @@ def _resume_hint(args: argparse.Namespace) -> str:
     import shlex
 
     words = shlex.split(resume_command(args, ["search", args.env_id, "--run-dir", str(args.run_dir)]))
+    return shlex.join(_without_flag(words, "--init"))
+
+
+def _without_flag(words: list[str], flag: str) -> list[str]:
+    """``words`` (a command line) without ``flag VALUE`` and ``flag=VALUE``."""
     out, skip = [], False
-    for w in words:
-        if skip:
-            skip = False
-        elif w == "--init":
-            skip = True
-        elif not w.startswith("--init="):
-            out.append(w)
-    return shlex.join(out)
-
-
-def _limit_hint(args: argparse.Namespace, limit: str) -> str:
-    """The resume command with the reached limit's flag replaced by ``FLAG HIGHER``."""
-    import shlex
-
-    flag = "--" + limit.replace("_", "-")
-    words, out, skip = shlex.split(_resume_hint(args)), [], False
     for w in words:
         if skip:
             skip = False
@@ -503,7 +492,15 @@ def _limit_hint(args: argparse.Namespace, limit: str) -> str:
             skip = True
         elif not w.startswith(flag + "="):
             out.append(w)
-    return shlex.join([*out, flag, "HIGHER"])
+    return out
+
+
+def _limit_hint(args: argparse.Namespace, limit: str) -> str:
+    """The resume command with the reached limit's flag replaced by ``FLAG HIGHER``."""
+    import shlex
+
+    flag = "--" + limit.replace("_", "-")
+    return shlex.join([*_without_flag(shlex.split(_resume_hint(args)), flag), flag, "HIGHER"])
 
 
 def _raised_at(exc: BaseException) -> str:
@@ -521,7 +518,8 @@ def _set_initial(args: argparse.Namespace, config: SearchConfig) -> None:
     """Put ``--init FILE``'s construction into ``config.initial`` after checking it with the env.
 
     Raises:
-        UsageError: an unreadable file (:func:`~discoverygym.cli.common.load_construction`).
+        UsageError: not a regular file within the input limit, or unreadable
+            (:func:`~discoverygym.cli.common.load_construction`).
         ValueError: ``--init`` with ``--resume`` (the run keeps its stored start), or an invalid
             construction (the env's message).
     """
@@ -532,11 +530,7 @@ def _set_initial(args: argparse.Namespace, config: SearchConfig) -> None:
     if config.env_id in PROGRAM_TASKS:
         raise ValueError(f"{config.env_id} takes programs only; --init starts a construction env from a "
                          "construction (`discoverygym list`)")
-    try:
-        check_input_file(args.init)  # a regular file within the input limit: no FIFO, device or huge file
-    except ValueError as exc:
-        raise UsageError(f"--init: {exc}") from None
-    config.initial = load_construction(Path(args.init))
+    config.initial = load_construction(Path(args.init))  # a regular file within the input limit only
     config.validate(check_policy=False)
     import gymnasium as gym
 

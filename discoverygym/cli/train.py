@@ -265,15 +265,9 @@ def _stored_train_config(run_dir: Path, env_id: str) -> dict:
 
 
 def _load_init(path: str | None) -> Any:
-    """The ``--init`` construction, or ``None`` (:func:`~discoverygym.cli.common.load_construction`); the file
-    must be a regular file within the input size limit (:func:`~discoverygym.io.check_input_file`)."""
-    if path is None:
-        return None
-    try:
-        check_input_file(path)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    return load_construction(Path(path))
+    """The ``--init`` construction, or ``None`` (:func:`~discoverygym.cli.common.load_construction`, which
+    also refuses anything but a regular file within the input size limit)."""
+    return None if path is None else load_construction(Path(path))
 
 
 def _make_config(factory: Any, *args: Any, **kwargs: Any) -> Any:

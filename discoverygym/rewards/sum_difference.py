@@ -62,6 +62,19 @@ def set_sizes(unique: np.ndarray, method: str = "auto") -> tuple[int, int]:
     return sizes[0], sizes[1]
 
 
+def require_size(size: int, max_size: int | None) -> None:
+    """Refuse a set of ``size`` distinct integers outside [2, ``max_size``] (``None``: no cap).
+
+    Raises:
+        InvalidSolution: one line naming the size and the allowed range.
+    """
+    if size < MIN_SIZE or (max_size is not None and size > max_size):
+        raise InvalidSolution(
+            f"|A| = {size} distinct integers is outside [{MIN_SIZE}, {max_size}]"
+            if max_size is not None else f"|A| = {size} distinct integers; at least {MIN_SIZE} are needed"
+        )
+
+
 def sum_difference(values: Any, max_size: int | None = MAX_SIZE) -> Score:
     """Score a finite integer set A by C(A) = log(|A+A|/|A|) / log(|A−A|/|A|).
 
@@ -86,11 +99,7 @@ def sum_difference(values: Any, max_size: int | None = MAX_SIZE) -> Score:
         raise InvalidSolution(f"A[{k}] = {float(arr[k])!r} is not an integer")
     unique = np.unique(arr.astype(np.int64))
     size = unique.size
-    if size < MIN_SIZE or (max_size is not None and size > max_size):
-        raise InvalidSolution(
-            f"|A| = {size} distinct integers is outside [{MIN_SIZE}, {max_size}]"
-            if max_size is not None else f"|A| = {size} distinct integers; at least {MIN_SIZE} are needed"
-        )
+    require_size(size, max_size)
     sums, diffs = set_sizes(unique)
     if not (sums > size and diffs > size):
         raise InvalidSolution(

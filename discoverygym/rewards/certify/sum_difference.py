@@ -17,7 +17,7 @@ from discoverygym.errors import InvalidSolution
 from discoverygym.rewards.certify.exact import enclose, exact_vector, integer_convolution, precise
 from discoverygym.rewards.certify.result import Certified
 from discoverygym.rewards.common import MAX_ENTRIES
-from discoverygym.rewards.sum_difference import MAX_ABS, MAX_SIZE, MIN_SIZE
+from discoverygym.rewards.sum_difference import MAX_ABS, MAX_SIZE, require_size
 
 
 def exact_set_sizes(a: list[int]) -> tuple[int, int]:
@@ -60,10 +60,7 @@ def certify_sum_difference(values: Any, max_size: int | None = MAX_SIZE) -> Cert
         if v != v.to_integral_value() or abs(v) > MAX_ABS:
             raise InvalidSolution(f"A[{i}] = {v} is not an integer in [-{MAX_ABS}, {MAX_ABS}]")
     a = sorted({int(v) for v in numbers})
-    if len(a) < MIN_SIZE or (max_size is not None and len(a) > max_size):
-        raise InvalidSolution(f"|A| = {len(a)} distinct integers is outside [{MIN_SIZE}, {max_size}]"
-                              if max_size is not None else
-                              f"|A| = {len(a)} distinct integers; at least {MIN_SIZE} are needed")
+    require_size(len(a), max_size)
     sums, diffs = exact_set_sizes(a)
     if not (sums > len(a) and diffs > len(a)):
         raise InvalidSolution(f"|A+A|/|A| = {sums}/{len(a)} and |A−A|/|A| = {diffs}/{len(a)} must both exceed 1")
