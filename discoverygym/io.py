@@ -14,37 +14,103 @@ from typing import Any
 
 __all__ = ["MAX_INPUT_BYTES", "MAX_RUN_FILE_BYTES", "RUN_FILES", "RUN_KINDS", "atomic_write_json", "atomic_write_text",
            "available_cpus", "check_input_file", "check_run_files", "file_in_the_way", "json_lines",
-           "limit_native_threads", "run_kind", "script_json"]
+           "limit_native_threads", "read_input_bytes", "read_input_text", "run_kind", "script_json"]
 
 #: largest candidate file (program or construction) the CLI reads: 64 MiB. The largest bundled
 #: construction is a few MB; a 1.6 M-point autocorrelation step function as JSON is about 30 MB.
 MAX_INPUT_BYTES = 64 << 20
 
 
-def check_input_file(path: str | os.PathLike, max_bytes: int = MAX_INPUT_BYTES) -> int:
-    """Check that ``path`` is a regular file of at most ``max_bytes`` before anyone reads it; returns its size.
+def _open_regular(path: str | os.PathLike, max_bytes: int) -> tuple[int, int]:
+    """Open ``path`` once and check the open descriptor (``fstat``): ``(fd, size)`` of a regular file
+    of at most ``max_bytes``; the caller closes ``fd``.
 
-    ``os.stat`` follows symlinks and never opens the file, so a FIFO cannot block the caller and a
-    device (``/dev/zero``, ``/dev/urandom``) cannot be read without bound (issue 40, #7).
+    ``O_NONBLOCK`` keeps a FIFO from blocking the open, and the checks run on what was opened, so a
+    path that flips between a file and ``/dev/zero`` (a symlink swapped between a check and a read,
+    issue 52, #8) is judged by what is actually read.
+
+    Raises:
+        ValueError: missing or unreadable, not a regular file (a directory, FIFO, socket or device),
+            or larger than ``max_bytes``; one line naming the path.
+    """
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except IsADirectoryError:
+        raise ValueError(f"{path} is a directory; give a regular file") from None
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = ("a directory" if stat.S_ISDIR(info.st_mode) else "a FIFO" if stat.S_ISFIFO(info.st_mode)
+                    else "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode)
+                    else "a socket" if stat.S_ISSOCK(info.st_mode) else "not a regular file")
+            raise ValueError(f"{path} is {kind}; give a regular file")
+        if info.st_size > max_bytes:
+            raise ValueError(f"{path} is {info.st_size} bytes, more than the {max_bytes}-byte limit on input files")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info.st_size
+
+
+def check_input_file(path: str | os.PathLike, max_bytes: int = MAX_INPUT_BYTES) -> int:
+    """Check that ``path`` is a regular file of at most ``max_bytes``; returns its size.
+
+    The file is opened (non-blocking) and checked on the open descriptor, so a FIFO cannot block the
+    caller and a device (``/dev/zero``, ``/dev/urandom``) is refused (issue 40, #7). A caller that
+    reads the file afterwards should read it with :func:`read_input_bytes` / :func:`read_input_text`
+    instead, which check and read one descriptor (no check-then-open window; issue 52, #8).
 
     Raises:
         ValueError: missing, not a regular file (a directory, FIFO, socket or device), or larger
             than ``max_bytes``; one line naming the path.
     """
-    import stat
+    fd, size = _open_regular(path, max_bytes)
+    os.close(fd)
+    return size
 
+
+def read_input_bytes(path: str | os.PathLike, max_bytes: int = MAX_INPUT_BYTES) -> bytes:
+    """The content of the regular file ``path`` (at most ``max_bytes``), opened once and checked with
+    ``fstat`` on that descriptor before it is read; a file that grows past the cap while being read
+    is refused too (at most ``max_bytes + 1`` bytes are ever read).
+
+    Raises:
+        ValueError: as :func:`check_input_file`, or unreadable (one line naming the path).
+    """
+    fd, _ = _open_regular(path, max_bytes)
     try:
-        info = os.stat(path)
+        os.set_blocking(fd, True)
+        chunks, left = [], max_bytes + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
     except OSError as exc:
         raise ValueError(f"cannot read {path}: {exc.strerror}") from None
-    if not stat.S_ISREG(info.st_mode):
-        kind = ("a directory" if stat.S_ISDIR(info.st_mode) else "a FIFO" if stat.S_ISFIFO(info.st_mode)
-                else "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode)
-                else "a socket" if stat.S_ISSOCK(info.st_mode) else "not a regular file")
-        raise ValueError(f"{path} is {kind}; give a regular file")
-    if info.st_size > max_bytes:
-        raise ValueError(f"{path} is {info.st_size} bytes, more than the {max_bytes}-byte limit on input files")
-    return info.st_size
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > max_bytes:
+        raise ValueError(f"{path} grew past the {max_bytes}-byte limit on input files while being read")
+    return data
+
+
+def read_input_text(path: str | os.PathLike, max_bytes: int = MAX_INPUT_BYTES) -> str:
+    """:func:`read_input_bytes` decoded as UTF-8.
+
+    Raises:
+        ValueError: as :func:`read_input_bytes`, or not UTF-8 text (one line naming the path).
+    """
+    try:
+        return read_input_bytes(path, max_bytes).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
 #: largest file of a run directory read back (resume, report): 4 GiB. A run's own logs can be large

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from discoverygym.errors import InvalidSolution
+from discoverygym.judgment import judge_certificate
 from discoverygym.records import RECORDS
 from discoverygym.rewards.certify.autocorrelation import certify_ac1, certify_ac2, certify_ac3
 from discoverygym.rewards.certify.circle_packing import certify_circle_packing
@@ -38,7 +39,7 @@ from discoverygym.rewards.certify.hadamard import certify_hadamard
 from discoverygym.rewards.certify.result import Certified
 from discoverygym.rewards.certify.sum_difference import certify_sum_difference
 
-__all__ = ["CERTIFIERS", "CLAIM_KEYS", "Certified", "certify", "read_exact_json"]
+__all__ = ["CERTIFIERS", "CLAIM_KEYS", "Certified", "certify", "construction_of", "read_exact_json"]
 
 #: env id -> certifier (construction as parsed JSON -> :class:`Certified`)
 CERTIFIERS: dict[str, Callable[[Any], Certified]] = {
@@ -146,6 +147,27 @@ def judge_claim(claim: Decimal, value: Certified, direction: str) -> dict:
     return {"claimed": str(claim), "verdict": verdict, "difference": f"{float(diff):.3g}"}
 
 
+def construction_of(data: Any) -> Any:
+    """The construction in a parsed file: a bare construction, an object with ``construction`` (a
+    construction file, ``train``'s ``best.json``), or a run's ``best.json`` of ``search`` (``state``
+    with ``solution``).
+
+    Raises:
+        ValueError: an object with none of these (the message names the keys looked for).
+    """
+    if not isinstance(data, dict):
+        return data
+    if "construction" in data:
+        return data["construction"]
+    state = data.get("state")
+    if isinstance(state, dict) and state.get("solution") is not None:
+        return state["solution"]
+    if data.get("solution") is not None:
+        return data["solution"]
+    raise ValueError("a JSON object without a construction: looked for 'construction' (a construction file, "
+                     "train's best.json), 'state'.'solution' (search's best.json) and 'solution'")
+
+
 def certify(env_id: str, data: Any, source: str = "") -> dict:
     """Certify a construction for ``env_id`` and return the certificate (JSON-safe dict).
 
@@ -156,30 +178,29 @@ def certify(env_id: str, data: Any, source: str = "") -> dict:
 
     Returns:
         ``{"env_id", "source", "valid", "error", "value", "value_exact", "interval", "formula",
-        "method", "convention", "facts", "claim", "claims", "record", "beats_record", "inputs",
-        "certified_by"}`` (``claims``: every claim key judged, ``claim`` the first or ``None``);
+        "method", "convention", "facts", "claim", "claims", "record", "verdict", "beats_record", "inputs",
+        "certified_by"}`` (``claims``: every claim key judged, ``claim`` the first or ``None``;
+        ``verdict``: :func:`discoverygym.judgment.judge_certificate`'s outcome, text and ``is_record``;
+        ``beats_record``: its ``is_record``, a new record under the env's own rules);
         for an invalid construction ``valid`` is False, ``error`` names the broken rule and the
         value fields are None.
 
     Raises:
         KeyError: no certifier for ``env_id``.
-        ValueError: an object without ``construction``.
+        ValueError: no construction in ``data`` (:func:`construction_of`).
     """
     certifier = CERTIFIERS[env_id]
-    if isinstance(data, dict):
-        if "construction" not in data:
-            raise ValueError("a JSON object without a 'construction' key")
-        construction = data["construction"]
-    else:
-        construction = data
+    construction = construction_of(data)
     entry = RECORDS[env_id]
-    record = {"value": entry.record.value, "source": f"{entry.record.source} {entry.record.date}",
-              "public_construction_certified": entry.record.certified or None,
-              "convention": entry.record.convention}
+    record = {"value": entry.record.exact or repr(entry.record.value), "printed": entry.record.value,
+              "source": f"{entry.record.source} {entry.record.date}", "kind": entry.record.kind,
+              "exact": bool(entry.record.exact), "convention": entry.record.convention}
     out: dict = {"env_id": env_id, "source": source, "valid": False, "error": None, "value": None,
                  "value_exact": None, "interval": None, "record": record, "beats_record": None,
                  "claim": None, "claims": [], "certified_by": _version()}
-    claims = _claims(data)
+    # a run's best.json (train or search) holds the verifier's float64 score, not a claim of its authors
+    run_file = isinstance(data, dict) and isinstance(data.get("state"), dict)
+    claims = [] if run_file else _claims(data)
     try:
         cert = certifier(construction)
     except InvalidSolution as exc:
@@ -187,19 +208,15 @@ def certify(env_id: str, data: Any, source: str = "") -> dict:
         judged = [{"key": key, "claimed": _written(raw), "verdict": "invalid construction"} for key, raw, _ in claims]
         out.update(claim=judged[0] if judged else None, claims=judged)
         return out
-    bounds = [Fraction(Decimal(repr(entry.record.value)))] + (
-        [Fraction(Decimal(entry.record.certified))] if entry.record.certified else [])
-    bound = min(bounds) if entry.direction == "min" else max(bounds)  # beat the printed and the true value
     out.update({
         "valid": True, "value": cert.text(20),
         "value_exact": None if cert.exact is None else f"{cert.exact.numerator}/{cert.exact.denominator}",
         "interval": [str(cert.interval[0]), str(cert.interval[1])],
         "formula": cert.formula, "method": cert.method, "convention": cert.convention, "facts": cert.facts,
-        "beats_record": cert.below(bound) if entry.direction == "min" else cert.above(bound),
     })
-    strict = cert.facts.get("strict_lower_bound")
-    if strict is not None:  # a packing that needs the 1e-12 tolerance beats a record only strictly
-        out["beats_record"] = Fraction(Decimal(strict.rstrip("…"))) > bound
+    verdict = judge_certificate(out)  # the one judgment (discoverygym.judgment), as train and search use it
+    out["verdict"] = {"outcome": verdict.outcome, "text": verdict.text(), "is_record": verdict.is_record}
+    out["beats_record"] = verdict.is_record
     judged = [{"key": key, **judge_claim(value, cert, entry.direction)} if value is not None else
               {"key": key, "claimed": _written(raw), "verdict": "unreadable", "difference": None}
               for key, raw, value in claims]

@@ -23,7 +23,7 @@ from typing import Any
 
 from discoverygym.errors import InvalidSolution
 from discoverygym.rewards.autocorrelation import AC1_MIN_SUM, AC3_MIN_INTEGRAL_SQ
-from discoverygym.rewards.certify.exact import exact_vector, integer_convolution, scaled_integers
+from discoverygym.rewards.certify.exact import affordable, exact_vector, integer_convolution, scaled_integers
 from discoverygym.rewards.certify.result import Certified
 from discoverygym.rewards.convolution import MAX_PIECES
 
@@ -33,14 +33,20 @@ C2_CONVENTION = ("L2² of the piecewise-linear interpolant of c on M + 2 equispa
                  "L∞ = max|c| (TTT-Discover's and AlphaEvolve's formula)")
 
 
-def _heights(f: Any, nonnegative: bool) -> tuple[list, list[int], int]:
-    values = exact_vector(f, "f", MAX_PIECES)
+def _heights(f: Any, nonnegative: bool) -> tuple[list, list[int], int, str]:
+    """``(exact values, integers, D, note)`` of heights ``f`` (read as float64 when exact integers
+    would cost too much; ``note`` says so, else ``""``: :func:`.exact.affordable`).
+
+    Raises:
+        InvalidSolution: a bad entry, or a negative one when ``nonnegative``. CertifyLimit: too costly.
+    """
+    values, note = affordable(exact_vector(f, "f", MAX_PIECES), "f")
     ints, scale = scaled_integers(values)
     if nonnegative:
         bad = next((i for i, v in enumerate(ints) if v < 0), None)
         if bad is not None:
             raise InvalidSolution(f"f[{bad}] = {values[bad]} is negative; f must be nonnegative")
-    return values, ints, scale
+    return values, ints, scale, note
 
 
 def _inputs(values: list) -> dict:
@@ -53,7 +59,7 @@ def certify_ac1(f: Any) -> Certified:
     Raises:
         InvalidSolution: non-numbers, negative heights, more than 100,000 pieces, Σf < 0.01.
     """
-    values, a, scale = _heights(f, nonnegative=True)
+    values, a, scale, note = _heights(f, nonnegative=True)
     n, total = len(a), sum(a)
     if Fraction(total, 10**scale) < Fraction(str(AC1_MIN_SUM)):  # the decimal rule, 1/100
         raise InvalidSolution(f"Σf = {sum(values)} is below {AC1_MIN_SUM} (function too close to 0)")
@@ -63,6 +69,7 @@ def certify_ac1(f: Any) -> Certified:
         Fraction(2 * n * top, total * total),
         formula="C1 = 2n · max_k (A * A)_k / (ΣA)², A_i = 10^D f_i",
         method=f"exact integer autoconvolution, all {2 * n - 1} entries (big-integer product)",
+        convention=note,
         facts={"n": n, "argmax": c.index(top), "max_autoconvolution": str(top), "sum": str(total), "D": scale},
         inputs=_inputs(values))
 
@@ -73,7 +80,7 @@ def certify_ac3(f: Any) -> Certified:
     Raises:
         InvalidSolution: non-numbers, more than 100,000 pieces, (Σf · dx)² < 1e-12.
     """
-    values, a, scale = _heights(f, nonnegative=False)
+    values, a, scale, note = _heights(f, nonnegative=False)
     n, total = len(a), sum(a)
     if Fraction(total, 10**scale * 2 * n) ** 2 < Fraction(str(AC3_MIN_INTEGRAL_SQ)):
         raise InvalidSolution(f"(Σf·dx)² is below {AC3_MIN_INTEGRAL_SQ}; the bound is undefined")
@@ -84,6 +91,7 @@ def certify_ac3(f: Any) -> Certified:
         Fraction(2 * n * top, total * total),
         formula="C3 = 2n · max_k |(A * A)_k| / (ΣA)², A_i = 10^D f_i",
         method=f"exact integer autoconvolution, all {2 * n - 1} entries (big-integer product)",
+        convention=note,
         facts={"n": n, "argmax": mags.index(top), "max_abs_autoconvolution": str(top), "sum": str(total), "D": scale},
         inputs=_inputs(values))
 
@@ -94,7 +102,7 @@ def certify_ac2(f: Any) -> Certified:
     Raises:
         InvalidSolution: non-numbers, negative heights, more than 100,000 pieces, f identically 0.
     """
-    values, a, scale = _heights(f, nonnegative=True)
+    values, a, scale, note = _heights(f, nonnegative=True)
     if not any(a):
         raise InvalidSolution("f is identically 0; C2 is undefined")
     c = integer_convolution(a, a)
@@ -106,6 +114,6 @@ def certify_ac2(f: Any) -> Certified:
         Fraction(t, 3 * total * top),
         formula="C2 = T / (3 · Σc · max c), c = A * A, T = 2 Σ c_k² + Σ c_k c_{k+1}, A_i = 10^D f_i",
         method=f"exact integer autoconvolution, all {len(c)} entries (big-integer product); sums in integers",
-        convention=C2_CONVENTION,
+        convention=C2_CONVENTION + (f"; {note}" if note else ""),
         facts={"n": len(a), "points": len(c) + 2, "max_autoconvolution": str(top), "D": scale},
         inputs=_inputs(values))

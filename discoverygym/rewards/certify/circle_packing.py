@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import Any
 
 from discoverygym.errors import InvalidSolution
-from discoverygym.rewards.certify.exact import exact_vector, fraction_text, scaled_integers
+from discoverygym.rewards.certify.exact import affordable, exact_vector, fraction_text, scaled_integers
 from discoverygym.rewards.certify.result import Certified
 from discoverygym.rewards.circle_packing import DEFAULT_TOL, MAX_CIRCLES
 
@@ -54,13 +54,18 @@ def certify_circle_packing(circles: Any, n: int | None = None) -> Certified:
         ``strict_lower_bound`` (Σ max(r − 1e-12, 0), a strictly valid packing's sum).
 
     Raises:
-        InvalidSolution: wrong shape or count, non-numbers, or a rule broken even with the 1e-12 slack.
+        InvalidSolution: wrong shape or count, non-numbers (float64's range, as the env), or a rule
+            broken even with the 1e-12 slack.
+        CertifyLimit: the inputs cost too much even as float64 values (numbers that would, with
+            every pair compared, are read as the env reads them and ``convention`` says so).
     """
     if not isinstance(circles, list) or not circles or not all(isinstance(r, list) and len(r) == 3 for r in circles):
         raise InvalidSolution("circles must be a non-empty list of rows [x, y, r]")
     if n is not None and len(circles) != n:
         raise InvalidSolution(f"expected {n} circles, got {len(circles)}")
     flat = exact_vector([v for row in circles for v in row], "circles", 3 * MAX_CIRCLES)
+    # cost bound: every pair is compared with squared integers of the inputs' digits (issue 52, #5)
+    flat, note = affordable(flat, "circles", pairwise_cost=max(1, len(circles) - 1))
     ints, own = scaled_integers(flat)
     scale = max(own, 12)  # the 1e-12 slack is an integer on this scale
     ints = [v * 10 ** (scale - own) for v in ints]
@@ -83,10 +88,10 @@ def certify_circle_packing(circles: Any, n: int | None = None) -> Certified:
         formula="Σ r_i",
         method=f"containment and all {len(rows) * (len(rows) - 1) // 2} pairwise non-overlap conditions in "
                "integers (squared distances, no square roots)",
-        convention="strictly valid (no tolerance)" if strict_error is None else
-                   "valid only within the 1e-12 containment/overlap tolerance of TTT-Discover and SimpleTES "
-                   f"({strict_error} without it); shrinking every radius by 1e-12 gives a strictly valid "
-                   "packing (facts.strict_lower_bound)",
+        convention=("strictly valid (no tolerance)" if strict_error is None else
+                    "valid only within the 1e-12 containment/overlap tolerance of TTT-Discover and SimpleTES "
+                    f"({strict_error} without it); shrinking every radius by 1e-12 gives a strictly valid "
+                    "packing (facts.strict_lower_bound)") + (f"; {note}" if note else ""),
         facts=facts,
         inputs={"circles": [[str(v) for v in flat[3 * k : 3 * k + 3]] for k in range(len(rows))]},
     )

@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import Any
 
 from discoverygym.errors import InvalidSolution
-from discoverygym.rewards.certify.exact import exact_vector, integer_convolution, scaled_integers
+from discoverygym.rewards.certify.exact import affordable, exact_vector, integer_convolution, scaled_integers
 from discoverygym.rewards.certify.result import Certified
 from discoverygym.rewards.convolution import MAX_PIECES
 
@@ -33,10 +33,12 @@ def certify_erdos(h: Any) -> Certified:
         ``numpy.correlate(h, 1 − h, "full")`` order), ``max_correlation`` and ``S`` (integers as strings).
 
     Raises:
-        InvalidSolution: not a list of finite numbers, more than 100,000 pieces, Σh ≤ 0, or a
-            rescaled height outside [0, 1] (named by index).
+        InvalidSolution: not a list of finite numbers (float64's range, as the env), more than
+            100,000 pieces, Σh ≤ 0, or a rescaled height outside [0, 1] (named by index).
+        CertifyLimit: the inputs cost too much even as float64 values (:func:`.exact.affordable`;
+            heights that would, are read as the env reads them and ``convention`` says so).
     """
-    values = exact_vector(h, "h", MAX_PIECES)
+    values, note = affordable(exact_vector(h, "h", MAX_PIECES), "h")
     big_h, scale = scaled_integers(values)
     n, s = len(big_h), sum(big_h)
     if s <= 0:
@@ -54,6 +56,7 @@ def certify_erdos(h: Any) -> Certified:
         formula="C5 = max_k (H ⋆ G)_k / (2 S²), H_i = 10^D h_i, S = ΣH, G_j = 2S − n H_j",
         method=f"exact integer cross-correlation of all {2 * n - 1} shifts (big-integer product); "
                "rescaled heights checked in [0, 1] exactly",
+        convention=note,
         facts={"n": n, "argmax": k, "max_correlation": str(top), "S": str(s), "D": scale},
         inputs={"heights": [str(v) for v in values]},
     )
