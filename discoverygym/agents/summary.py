@@ -27,11 +27,14 @@ def train_summary(config: Any, result: Any, problem: Any, run_dir: Path) -> dict
         ``env_id``, ``config``, ``policy``, ``steps``, ``elapsed_s``, ``initial_score``, ``best_score``
         (``None`` when no valid state), ``record`` and ``record_source``, ``gap_to_record``
         (:meth:`Direction.gap <discoverygym.types.Direction.gap>`, ``None`` without a record or for a
-        proxy score), ``beats_record`` (only an improvement over the start can beat the rounded
-        registered record), ``proxy`` (the best state's ``metadata["proxy"]``: a CPU-timing proxy
-        score of a kernel env, never compared with a GPU record), ``improved``, ``run_dir``,
-        ``best_file``.
+        proxy score), ``beats_record`` (a new record: :func:`discoverygym.judgment.judge_state`, the
+        judgment ``certify`` gives for ``best.json``; a run started from the record itself ties with it,
+        and one started from a construction that already beats it says so), ``verdict`` (that judgment in words),
+        ``proxy`` (the best state's ``metadata["proxy"]``: a CPU-timing proxy score of a kernel env,
+        never compared with a GPU record), ``improved``, ``run_dir``, ``best_file``.
     """
+    from discoverygym.judgment import judge_state
+
     record = problem.sota.get("value")
     has_record = isinstance(record, (int, float)) and math.isfinite(record)
     sense = Direction(problem.direction)
@@ -39,12 +42,13 @@ def train_summary(config: Any, result: Any, problem: Any, run_dir: Path) -> dict
     start = result.initial.score
     proxy = result.best.metadata.get("proxy") if result.best.valid else None
     improved = bool(best is not None and (start is None or sense.better(best, start)))
+    verdict = judge_state(config.env_id, problem, result.best if result.best.valid else None)
     return {
         "env_id": config.env_id, "config": config.name, "policy": config.policy, "steps": result.steps,
         "elapsed_s": result.elapsed_s, "initial_score": start, "best_score": best, "record": record,
         "record_source": problem.sota.get("source"),
         "gap_to_record": sense.gap(best, record) if best is not None and has_record and not proxy else None,
-        "beats_record": bool(has_record and best is not None and sense.better(best, record) and improved and not proxy),
+        "beats_record": verdict.is_record, "verdict": verdict.text(),
         "proxy": proxy,
         "improved": improved, "run_dir": str(run_dir), "best_file": str(Path(run_dir) / "best.json"),
     }

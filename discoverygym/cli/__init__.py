@@ -150,11 +150,10 @@ LIST_WIDTH_OFF_TERMINAL = 400
 
 
 def _ours_text(env_id: str) -> str:
-    """``"; ours 0.38087264683 (certified)"`` where discoverygym holds a certified improvement (``discoverygym records``)."""
-    from discoverygym.records import best_ours
+    """``"; ours V (label, certified)"`` where discoverygym stores a construction (:func:`discoverygym.records.ours_text`)."""
+    from discoverygym.records import ours_text
 
-    ours = best_ours(env_id)
-    return f"; ours {ours.value} (certified)" if ours else ""
+    return ours_text(env_id)
 
 
 def _list_table(rows: list[dict], width: int) -> Table:

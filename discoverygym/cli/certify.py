@@ -30,14 +30,16 @@ def add_parser(sub: Any) -> None:
         "with its stated quadrature, circle packings with containment and non-overlap in integers "
         "(squared distances; says whether the 1e-12 tolerance is needed), sum-difference and Hadamard "
         "from exact integers (the logarithm / square root in a rigorous interval; sum-difference sets "
-        "of any size, SumDifference-Large-v0, by exact big-integer convolution). Compares the value "
-        "with the best known one (`discoverygym records`) and with any value the file claims "
+        "of any size, SumDifference-Large-v0, by exact big-integer convolution). Compares the exact value "
+        "with the best known one's exact value (`discoverygym records`; ties within the 1e-12 relative "
+        "tolerance; the same judgment train and search print) and with any value the file claims "
         "(claimed/value/score), and says when a claim is overstated. Exit codes: 0 certified, 1 the "
-        "construction is invalid, 2 usage error. Example: discoverygym certify ErdosMinOverlap-v0 "
+        "construction is invalid, 2 usage error. FILE may be a run's best.json or its run directory. Example: discoverygym certify ErdosMinOverlap-v0 "
         "benchmarks/results/records/erdos_min_overlap_moonshot.json --out erdos.cert.json",
     )
     p.add_argument("env_id", help="a math env (see `discoverygym records`)")
-    p.add_argument("file", help="construction JSON: bare, or an object with 'construction' (and maybe a claim)")
+    p.add_argument("file", help="construction JSON (bare, or an object with 'construction' and maybe a claim), "
+                   "a run's best.json, or a run directory (its best.json)")
     p.add_argument("--json", action="store_true", help="print the certificate (without its inputs) as JSON")
     p.add_argument("--out", metavar="CERT", help="write the full certificate (with the exact inputs) to CERT")
 
@@ -52,12 +54,15 @@ def run(args: argparse.Namespace) -> int:
 
     if args.env_id not in CERTIFIERS:
         raise UsageError(f"no certifier for {args.env_id!r}; certifiable envs: {', '.join(CERTIFIERS)}")
+    args.file = _run_best(args.file)
     try:
         check_input_file(args.file)  # a regular file within the size limit, before anything reads it
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     try:
-        cert = certify(args.env_id, read_exact_json(args.file), source=str(args.file))
+        data = read_exact_json(args.file)
+        _check_run_env(data, args.env_id, args.file)
+        cert = certify(args.env_id, data, source=str(args.file))
     except ValueError as exc:
         raise UsageError(f"{args.file}: {exc}") from None
     if args.out:
@@ -69,6 +74,32 @@ def run(args: argparse.Namespace) -> int:
         if args.out:
             print(f"certificate written to {args.out}")
     return 0 if cert["valid"] else 1
+
+
+def _run_best(file: str) -> str:
+    """``FILE``, or ``FILE/best.json`` when ``FILE`` is a run directory (``train``/``search --run-dir``).
+
+    Raises:
+        UsageError: a directory without ``best.json``.
+    """
+    path = Path(file)
+    if not path.is_dir():
+        return file
+    if not (path / "best.json").exists():
+        raise UsageError(f"{file} is a directory without best.json (certify reads a construction file, a run's "
+                         "best.json or a run directory)")
+    return str(path / "best.json")
+
+
+def _check_run_env(data: object, env_id: str, file: str) -> None:
+    """Refuse a run's ``best.json`` of another env (its ``env_id`` key).
+
+    Raises:
+        ValueError: the file names a different env.
+    """
+    named = data.get("env_id") if isinstance(data, dict) else None
+    if isinstance(named, str) and named != env_id:
+        raise ValueError(f"the file is a result of {named}, not {env_id}: run `discoverygym certify {named} {file}`")
 
 
 def _table(cert: dict) -> Table:
@@ -84,11 +115,10 @@ def _table(cert: dict) -> Table:
         table.add_row("checked by", cert["method"])
         if cert["convention"]:
             table.add_row("convention", cert["convention"])
-        record = cert["record"]
-        verdict = "[green]yes[/]" if cert["beats_record"] else "no"
-        table.add_row("beats best known", f"{verdict} (best known {record['value']}, {record['source']}"
-                      + (f"; public construction certifies to {record['public_construction_certified']}"
-                         if record.get("public_construction_certified") else "") + ")")
+        verdict = cert["verdict"]
+        style = "[green]" if verdict["is_record"] else ""
+        table.add_row("new record", f"{style}{'yes' if verdict['is_record'] else 'no'}{'[/]' if style else ''}: "
+                      f"{verdict['text']}")
     for claim in cert.get("claims") or ([cert["claim"]] if cert.get("claim") else []):
         style = {"overstated": "[red]", "consistent": "[green]", "unreadable": "[red]"}.get(claim["verdict"], "")
         text = f"{claim['claimed']} ({claim.get('key', 'claimed')}): {style}{claim['verdict']}[/]" if style else \

@@ -1,4 +1,4 @@
-"""``discoverygym records``: the best known value per math env and discoverygym's certified improvements.
+"""``discoverygym records``: the best known value per math env (as of the survey date) and discoverygym's constructions.
 
 Reads :data:`discoverygym.records.RECORDS` (the table the envs, ``list`` and the README use).
 Exit code 0; 2 for usage errors.
@@ -14,7 +14,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from discoverygym.records import RECORDS, as_rows
+from discoverygym.judgment import TOLERANCE_TEXT
+from discoverygym.records import AS_OF, RECORDS, as_rows
 
 __all__ = ["add_parser", "run"]
 
@@ -23,10 +24,12 @@ def add_parser(sub: Any) -> None:
     """Add the ``records`` sub-command to the ``discoverygym`` parser."""
     p = sub.add_parser(
         "records",
-        help="best known value per math env (source, date, size, convention) and our certified improvements",
+        help="best known value per math env (source, date, size, convention, as of a date) and our constructions",
         description="Print the best known value of every math env with its source, date, construction size, "
         "whether the construction is public and the convention the number depends on (quadrature, "
-        "tolerance), the runners-up, and discoverygym's own improvements: each a construction file, "
+        "tolerance), the best public construction where the record's is not public, the earlier values, "
+        "the survey date, and discoverygym's own constructions, each named for what it is (a record only "
+        "when certify shows it beating the best known value under the same rules): a construction file, "
         "its certificate (`discoverygym certify ENV FILE --out CERT`) and the command that produced it.",
     )
     p.add_argument("--json", action="store_true", help="print the table as a JSON list")
@@ -38,23 +41,33 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(as_rows(), indent=1))
         return 0
     console = Console()
-    table = Table(title="best known values (others) and discoverygym's certified improvements",
+    table = Table(title=f"best known values (others; as of {AS_OF}) and discoverygym's constructions",
                   box=box.SIMPLE_HEAD)
     wide = console.width >= 120  # under 120 columns: no size / public columns (the notes below have them)
     columns = ("env id", "better", "best known", "source, date") + (("size", "public") if wide else ()) + ("ours",)
     for col in columns:
-        table.add_column(col, no_wrap=col in ("env id", "best known", "ours"), overflow="fold")
+        table.add_column(col, no_wrap=col in ("env id", "best known"), overflow="fold")
     for e in RECORDS.values():
         r = e.record
-        ours = "; ".join(f"[bold]{o.value}[/]" for o in e.ours) or "—"
-        table.add_row(e.env_id, "lower" if e.direction == "min" else "higher", str(r.value), f"{r.source} {r.date}",
-                      *((r.size, r.public) if wide else ()), ours)
+        ours = "; ".join(f"[bold]{o.value}[/] ({o.label.split(' (')[0].split(';')[0]})" for o in e.ours[:1]) or "—"
+        best = str(r.value) + (" (reference)" if r.kind == "reference" else "")
+        table.add_row(e.env_id, "lower" if e.direction == "min" else "higher", best, f"{r.source} {r.date}",
+                      *((r.size, r.public.split(",")[0]) if wide else ()), ours)
     console.print(table)
+    console.print(f"Judged by discoverygym.judgment: exact values against each record's exact value (certified "
+                  f"from its public construction, else its printed digits), ties within the {TOLERANCE_TEXT}.",
+                  highlight=False)
     for e in RECORDS.values():
-        console.print(f"[bold]{e.env_id}[/] ({e.record.size}; construction public: {e.record.public}): "
-                      f"{e.record.convention}")
-        if e.record.others:
-            console.print("  also: " + "; ".join(f"{v} ({s})" for v, s in e.record.others))
+        r = e.record
+        console.print(f"[bold]{e.env_id}[/] ({r.size}; construction public: {r.public}): {r.convention}",
+                      highlight=False)
+        if r.exact:
+            console.print(f"  judged against {r.exact} (the public construction, certified)", highlight=False)
+        if r.public_best:
+            console.print(f"  best public construction: {r.public_best[0]} ({r.public_best[1]})", highlight=False)
+        if r.others:
+            console.print("  also: " + "; ".join(f"{v} ({s})" for v, s in r.others), highlight=False)
         for o in e.ours:
-            console.print(f"  ours {o.value} ({o.date}): {o.file}\n    certificate {o.certificate}\n    command: {o.command}")
+            console.print(f"  ours {o.value} ({o.date}): {o.label}\n    {o.file}\n    certificate {o.certificate}"
+                          f"\n    command: {o.command}", highlight=False)
     return 0

@@ -422,8 +422,10 @@ class _Display:
             self._progress.stop()
 
 
-def _record_line(problem: Any, best: State | None) -> str:
-    """``published record V (source); gap to record ±G (higher/lower is better)`` for a search summary.
+def _record_line(problem: Any, best: State | None, env_id: str | None = None) -> str:
+    """``published record V (source); gap to record ±G (higher/lower is better)`` for a search summary,
+    and with ``env_id`` a second line, ``beats the record? yes/no: <verdict>``
+    (:func:`discoverygym.judgment.judge_state`, the verdict ``certify`` gives for ``best.json``).
 
     The gap is ``best - record`` (:meth:`Direction.gap <discoverygym.types.Direction.gap>`, as ``train``
     reports it); it is left out when there is no valid
@@ -439,6 +441,12 @@ def _record_line(problem: Any, best: State | None) -> str:
     if finite and best is not None and best.valid and best.score is not None:
         sense = Direction(getattr(problem, "direction", "max"))
         text += f"; gap to record {sense.gap(best.score, record):+.3e} ({sense.comparative} is better)"
+    if env_id is not None:
+        from discoverygym.judgment import judge_state
+
+        verdict = judge_state(env_id, problem, best)
+        if verdict.outcome != "none":  # the one judgment, as certify gives it for best.json
+            text += f"\nbeats the record? {'yes' if verdict.is_record else 'no'}: {verdict.text()}"
     return text
 
 
@@ -465,7 +473,7 @@ def _summary(console: Console, config: SearchConfig, result: SearchResult, probl
         highlight=False,
     )
     if problem is not None:
-        console.print(_record_line(problem, best), highlight=False)
+        console.print(_record_line(problem, best, config.env_id), highlight=False)
     if usage is not None:
         console.print(usage.line(), highlight=False, markup=False)
     cases = case_summary(best.metadata if best else None)

@@ -434,8 +434,10 @@ def _print_summary(console: Console, summary: dict, problem: Any, config: Any, r
     table.add_row("best", _fmt(best) + (f" ({proxy.upper()} proxy, not comparable with the GPU record)" if proxy else ""))
     table.add_row("published record", f"{summary['record']} ({summary['record_source']})")
     if summary["gap_to_record"] is not None:
-        table.add_row("gap to record", f"{summary['gap_to_record']:+.3e} ("
-                      + ("beats it" if summary["beats_record"] else "does not beat it") + ")")
+        table.add_row("gap to record", f"{summary['gap_to_record']:+.3e}")
+    table.add_row("beats the record?", ("yes, " if summary["beats_record"] else "no, ") + summary["verdict"]
+                  + ("; the start already did (this run did not improve it)"
+                     if summary["beats_record"] and not summary["improved"] else ""))
     table.add_row("vs start", "improved" if summary["improved"] else "no improvement (best = start)")
     table.add_row("time", f"{result.elapsed_s:.1f} s this call")
     table.add_row("run dir", f"{run_dir}  (tensorboard --logdir {run_dir}"

@@ -24,7 +24,7 @@ import subprocess
 from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
-from functools import partial
+from functools import partial, wraps
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ from discoverygym.records import RECORDS
 from discoverygym.rewards.certify.autocorrelation import certify_ac1, certify_ac2, certify_ac3
 from discoverygym.rewards.certify.circle_packing import certify_circle_packing
 from discoverygym.rewards.certify.erdos import certify_erdos
-from discoverygym.rewards.certify.exact import fraction_text
+from discoverygym.rewards.certify.exact import fraction_text, unlimited_int_digits
 from discoverygym.rewards.certify.hadamard import certify_hadamard
 from discoverygym.rewards.certify.result import Certified
 from discoverygym.rewards.certify.sum_difference import certify_sum_difference
@@ -57,42 +57,68 @@ CERTIFIERS: dict[str, Callable[[Any], Certified]] = {
 CLAIM_KEYS = ("claimed", "claim", "value", "score")
 #: largest construction file read (bytes): 100,000 pieces of 25-character numbers fit in 3 MB
 MAX_FILE_BYTES = 64 * 2**20
-#: most digits of one number in a construction file (Python's own int-conversion limit, 4300)
+#: most digits of one integer in a construction file (Python's own int-conversion limit, 4300, which
+#: the env's JSON reader applies too); decimals are bounded by cost instead (:func:`.exact.affordable`)
 MAX_NUMBER_DIGITS = 4300
+#: a claim is judged only within these bounds (else it is "unreadable", never worked on): its
+#: decimal exponent within ±MAX_CLAIM_EXPONENT, a string claim of at most MAX_CLAIM_CHARS characters
+MAX_CLAIM_EXPONENT = 1000
+MAX_CLAIM_CHARS = 200
 
 
-def _number_digits(text: str) -> str:
-    """``text`` (a JSON number), refused when its mantissa has more than :data:`MAX_NUMBER_DIGITS` digits."""
-    mantissa = text.lower().split("e")[0]
-    digits = len(mantissa) - (mantissa[:1] == "-") - ("." in mantissa)
+def _integer(text: str) -> int:
+    """``text`` (a JSON integer) as an int, refused beyond :data:`MAX_NUMBER_DIGITS` digits.
+
+    Raises:
+        ValueError: more digits than the limit (one line; certify exits 2, as the env's reader refuses it).
+    """
+    digits = len(text) - (text[:1] == "-")
     if digits > MAX_NUMBER_DIGITS:
-        raise ValueError(f"a number of {digits} digits (starting {text[:20]}…); certify reads numbers of at most "
-                         f"{MAX_NUMBER_DIGITS} digits")
-    return text
+        raise ValueError(f"an integer of {digits} digits (starting {text[:20]}…); JSON integers are read up to "
+                         f"{MAX_NUMBER_DIGITS} digits (Python's limit, which the env's reader applies too)")
+    return int(text)
 
 
 def read_exact_json(path: str | Path) -> Any:
     """A JSON file with every non-integer number as an exact ``Decimal``.
 
+    The file is opened once and checked on the open descriptor
+    (:func:`~discoverygym.io.read_input_bytes`: a regular file of at most :data:`MAX_FILE_BYTES`).
+    Decimals are read whatever their exponent (``Decimal("1e-999999999")`` is a coefficient and an
+    exponent, nothing is expanded); what they cost is bounded where they are used.
+
     Raises:
         ValueError: not a regular file, larger than :data:`MAX_FILE_BYTES`, unreadable, or not JSON
-            (the message names the file); a number of more than :data:`MAX_NUMBER_DIGITS` digits.
+            (the message names the file); an integer of more than :data:`MAX_NUMBER_DIGITS` digits.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"{path} is not a regular file")
-    if path.stat().st_size > MAX_FILE_BYTES:
-        raise ValueError(f"{path} is larger than {MAX_FILE_BYTES // 2**20} MiB")
+    from discoverygym.io import read_input_text
+
+    text = read_input_text(path, MAX_FILE_BYTES)
     try:
-        return json.loads(path.read_text(), parse_float=lambda t: Decimal(_number_digits(t)),
-                          parse_int=lambda t: int(_number_digits(t)))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        return json.loads(text, parse_float=Decimal, parse_int=_integer)
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise ValueError(f"{path} is not readable JSON: {exc}") from None
+    except ValueError as exc:  # an integer beyond MAX_NUMBER_DIGITS
+        raise ValueError(f"{path}: {exc}") from None
+
+
+def _bounded_digits(fn: Callable[..., dict]) -> Callable[..., dict]:
+    """Run ``fn`` with Python's 4,300-digit int/str limit lifted (:func:`.exact.unlimited_int_digits`):
+    certify bounds its inputs by cost itself, and a valid construction whose exact integers have
+    5,000 digits (a height of 1e-5000 beside 1) must be certified, not refused (issue 52, #4)."""
+    @wraps(fn)
+    def bounded(*args: Any, **kwargs: Any) -> dict:
+        with unlimited_int_digits():
+            return fn(*args, **kwargs)
+
+    return bounded
 
 
 def _claims(data: Any) -> list[tuple[str, Any, Decimal | None]]:
     """Every claim key of ``data`` present (:data:`CLAIM_KEYS` order) as ``(key, as written, value)``;
-    value ``None`` when it is not a finite number or numeric string."""
+    value ``None`` when it is not a finite number or numeric string, or is one beyond the bounds
+    (:data:`MAX_CLAIM_CHARS` characters, exponent within ±:data:`MAX_CLAIM_EXPONENT`, at most
+    :data:`MAX_NUMBER_DIGITS` digits): such a claim is reported as unreadable, never computed with."""
     if not isinstance(data, dict):
         return []
     out = []
@@ -100,12 +126,15 @@ def _claims(data: Any) -> list[tuple[str, Any, Decimal | None]]:
         if key not in data:
             continue
         raw, value = data[key], None
-        if isinstance(raw, (Decimal, int, float, str)) and not isinstance(raw, bool):
+        if isinstance(raw, (Decimal, int, float, str)) and not isinstance(raw, bool) and not (
+                isinstance(raw, str) and len(raw) > MAX_CLAIM_CHARS):
             try:
                 value = Decimal(raw.strip() if isinstance(raw, str) else raw)
             except ArithmeticError:
                 value = None
-            if value is not None and not value.is_finite():
+            # bounded before any exact arithmetic (issue 52, #1, #2): 1e-999999999 is unreadable
+            if value is not None and (not value.is_finite() or (value and abs(value.adjusted()) > MAX_CLAIM_EXPONENT)
+                                      or len(value.as_tuple().digits) > MAX_NUMBER_DIGITS):
                 value = None
         out.append((key, raw, value))
     return out
@@ -168,6 +197,7 @@ def construction_of(data: Any) -> Any:
                      "train's best.json), 'state'.'solution' (search's best.json) and 'solution'")
 
 
+@_bounded_digits
 def certify(env_id: str, data: Any, source: str = "") -> dict:
     """Certify a construction for ``env_id`` and return the certificate (JSON-safe dict).
 
