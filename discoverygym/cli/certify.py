@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from discoverygym.cli.common import UsageError
-from discoverygym.io import atomic_write_json, check_input_file
+from discoverygym.io import atomic_write_json
 
 __all__ = ["add_parser", "run"]
 
@@ -55,18 +55,21 @@ def run(args: argparse.Namespace) -> int:
     if args.env_id not in CERTIFIERS:
         raise UsageError(f"no certifier for {args.env_id!r}; certifiable envs: {', '.join(CERTIFIERS)}")
     args.file = _run_best(args.file)
-    try:
-        check_input_file(args.file)  # a regular file within the size limit, before anything reads it
+    out = _out_path(args.out, args.file) if args.out else None  # refused before any work is done
+    try:  # opened once, checked on the descriptor (a regular file within the size limit), then read
+        data = read_exact_json(args.file)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     try:
-        data = read_exact_json(args.file)
         _check_run_env(data, args.env_id, args.file)
         cert = certify(args.env_id, data, source=str(args.file))
-    except ValueError as exc:
+    except ValueError as exc:  # CertifyLimit included: the inputs cost more than certify's limits
         raise UsageError(f"{args.file}: {exc}") from None
-    if args.out:
-        atomic_write_json(Path(args.out), cert)
+    if out is not None:
+        try:
+            atomic_write_json(out, cert)
+        except OSError as exc:
+            raise UsageError(f"--out {args.out}: cannot write the certificate there ({exc.strerror or exc})") from None
     if args.json:
         print(json.dumps({k: v for k, v in cert.items() if k != "inputs"}))
     else:
@@ -74,6 +77,43 @@ def run(args: argparse.Namespace) -> int:
         if args.out:
             print(f"certificate written to {args.out}")
     return 0 if cert["valid"] else 1
+
+
+def _out_path(out: str, source: str) -> Path:
+    """``--out CERT`` checked before any work: a new or regular file in an existing directory, and not
+    the input file itself (issue 52, #6, #7). The certificate is then written atomically (a temporary
+    file beside it, renamed over it), so an existing CERT is either kept or replaced whole.
+
+    Raises:
+        UsageError: CERT is the input file (or a link to it), a directory, a FIFO, device or other
+            non-regular file, or its parent is not a directory (one line).
+    """
+    import os
+    import stat
+
+    path = Path(out)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:  # a path under a regular file (ENOTDIR), a loop, no permission
+        raise UsageError(f"--out {out}: {exc.strerror}") from None
+    if info is not None:
+        if stat.S_ISDIR(info.st_mode):
+            raise UsageError(f"--out {out} is a directory; give a file name for the certificate")
+        if not stat.S_ISREG(info.st_mode):
+            raise UsageError(f"--out {out} is not a regular file; give a file name for the certificate")
+        try:
+            same = os.path.samefile(path, source)
+        except OSError:
+            same = False
+        if same:
+            raise UsageError(f"--out {out} is the input file {source}; the certificate would replace the "
+                             "construction (give another file)")
+    parent = path.parent
+    if not parent.is_dir():
+        raise UsageError(f"--out {out}: {parent} is not a directory")
+    return path
 
 
 def _run_best(file: str) -> str:
@@ -130,7 +170,7 @@ def _table(cert: dict) -> Table:
             text += (f" — read as a bound (the value is {bound} the claim), it is not proved: the construction's "
                      f"true value is {cert['value']}")
         elif claim["verdict"] == "unreadable":
-            text += " — not a number, so not judged"
+            text += " — not a number within certify's bounds, so not judged"
         table.add_row("file's claim", text)
     table.add_row("certified by", cert["certified_by"])
     return table

@@ -132,14 +132,16 @@ def test_a_number_with_too_many_digits_is_one_line_of_ours(tmp_path, capsys):
     path.write_text('{"construction": [' + "9" * 5000 + ", 1]}")
     assert main(["certify", "ErdosMinOverlap-v0", str(path)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "a number of 5000 digits" in err and "set_int_max_str_digits" not in err
+    assert err.count("\n") == 0 and "an integer of 5000 digits" in err and str(path) in err and "set_int_max_str_digits" not in err
 
 
-def test_the_erdos_record_file_certifies_below_the_best_known(tmp_path, capsys):
+def test_our_erdos_file_certifies_but_is_not_a_record(tmp_path, capsys):
     path = RECORDS / "erdos_min_overlap_moonshot.json"
     cert = certify("ErdosMinOverlap-v0", read_exact_json(path))
     assert cert["valid"] and cert["value"].startswith("0.38087264683")
-    assert cert["beats_record"] and cert["claim"]["verdict"] == "consistent"
+    # below TTT-Discover's 0.3808753, above Together AI's 0.3808703106 (issue 50)
+    assert not cert["beats_record"] and cert["verdict"]["outcome"] == "short"
+    assert cert["claim"]["verdict"] == "consistent"
     out = tmp_path / "c.json"
     assert main(["certify", "ErdosMinOverlap-v0", str(path), "--json", "--out", str(out)]) == 0
     printed = json.loads(capsys.readouterr().out)
