@@ -88,7 +88,9 @@ def test_search_summary_shows_the_record_and_the_gap(tmp_path, capsys, monkeypat
     record = ENVS["CirclePacking-26-v0"].sota["value"]
     (line,) = [line for line in out.splitlines() if line.startswith("published record")]
     assert f"published record {record} ({ENVS['CirclePacking-26-v0'].sota['source']})" in line
-    assert "AlphaEvolve v2 2025" in line  # the record's source and date (discoverygym.records)
+    assert "Numaro 2026" in line  # the record's source and date (discoverygym.records)
+    verdict = out.split("beats the record? ")[1].split("\n")[0]  # the one judgment (discoverygym.judgment)
+    assert verdict.startswith("no: does not beat the best known 2.6359830853")
     best = float(out.split("\nbest score ")[1].split()[0])
     gap = float(line.split("gap to record ")[1].split()[0])
     assert gap == pytest.approx(best - record, rel=1e-3) and gap < 0
