@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 from pathlib import Path
 from typing import Any
 
 from discoverygym.errors import UsageError
-from discoverygym.io import check_input_file, run_kind
+from discoverygym.io import read_input_text, run_kind
 
-__all__ = ["UsageError", "check_policy_fits", "json_value", "load_construction", "one_line", "resume_command",
+__all__ = ["UsageError", "check_policy_fits", "json_value", "load_construction", "load_init", "one_line", "resume_command",
            "run_kind", "seed_value"]
 
 
@@ -86,23 +87,60 @@ def load_construction(path: Path) -> Any:
             it), unreadable file, invalid JSON (or nested too deeply to parse), or an object
             without ``construction``.
     """
-    try:
-        check_input_file(path)
+    try:  # opened once and checked on the descriptor, then read (issue 52, #8)
+        text = read_input_text(path)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     try:
-        data = json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise UsageError(f"{path} is not valid JSON: {exc}") from None
     except RecursionError:
         raise UsageError(f"{path} is nested too deeply to be a construction") from None
+    except ValueError as exc:  # an integer beyond Python's 4,300-digit limit (issue 52, #9)
+        raise UsageError(f"{path}: a number too long to read ({str(exc).split(':')[0]}; JSON integers of at most "
+                         "4300 digits)") from None
     if isinstance(data, dict):
         if "construction" not in data:
             raise UsageError(f"{path} holds a JSON object without a 'construction' key")
         return data["construction"]
     return data
+
+
+def load_init(path: str | os.PathLike, env_id: str, env_kwargs: dict | None = None) -> Any:
+    """The ``--init FILE`` construction of ``train``, ``compare`` and ``search``: one loader, one error.
+
+    Read by :func:`load_construction` and judged by the env (``gym.make(env_id, **env_kwargs)``), so
+    an unreadable file, a 4,301-digit integer and an invalid construction are all a one-line usage
+    error (exit 2) before any run starts, in every command (issue 52, #9).
+
+    Returns:
+        The construction as plain JSON data.
+
+    Raises:
+        UsageError: a program env (it takes no construction), anything :func:`load_construction`
+            refuses, or a construction the env judges invalid (the env's message).
+    """
+    import gymnasium as gym
+
+    import discoverygym  # noqa: F401  (registers the envs)
+    from discoverygym.envs.registry import PROGRAM_TASKS
+
+    if env_id in PROGRAM_TASKS:
+        raise UsageError(f"{env_id} takes programs only; --init starts a construction env from a construction "
+                         "(`discoverygym list`)")
+    construction = load_construction(Path(path))
+    try:
+        env = gym.make(env_id, **(env_kwargs or {}))
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"--init {path}: cannot build {env_id} to judge it ({one_line(exc)})") from None
+    try:
+        judged = env.unwrapped.evaluate(construction)
+    finally:
+        env.close()
+    if not judged.valid:
+        raise UsageError(f"--init {path}: not a valid construction: {judged.error}")
+    return construction
 
 
 def check_policy_fits(policy: str, env_id: str) -> None:

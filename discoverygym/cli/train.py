@@ -26,7 +26,7 @@ from discoverygym.casestats import case_summary
 from discoverygym.cli.common import (
     check_policy_fits,
     json_value,
-    load_construction,
+    load_init,
     one_line,
     resume_command,
     run_kind,
@@ -264,10 +264,11 @@ def _stored_train_config(run_dir: Path, env_id: str) -> dict:
     return stored
 
 
-def _load_init(path: str | None) -> Any:
-    """The ``--init`` construction, or ``None`` (:func:`~discoverygym.cli.common.load_construction`, which
-    also refuses anything but a regular file within the input size limit)."""
-    return None if path is None else load_construction(Path(path))
+def _load_init(path: str | None, env_id: str, env_kwargs: dict | None = None) -> Any:
+    """The ``--init`` construction, or ``None``: :func:`~discoverygym.cli.common.load_init`, the one
+    loader of train, compare and search (a regular file within the input limit, JSON the parser
+    reads, a construction the env judges valid; else a one-line usage error, exit 2)."""
+    return None if path is None else load_init(path, env_id, env_kwargs)
 
 
 def _make_config(factory: Any, *args: Any, **kwargs: Any) -> Any:
@@ -336,7 +337,7 @@ def train_config(args: argparse.Namespace) -> tuple[Any, Any]:
             )
         stored.update({k: v for k, v in overrides.items() if k in RESUMABLE_FIELDS})
         config = _make_config(TrainConfig, **stored)
-        initial = _load_init(config.init)
+        initial = _load_init(config.init, config.env_id, config.env_kwargs)
     else:
         if is_llm_spec(overrides.get("policy", "")):
             for flag in ("sigma", "polish", "polish_kwargs", "init"):
@@ -346,7 +347,7 @@ def train_config(args: argparse.Namespace) -> tuple[Any, Any]:
         if args.init is not None:
             overrides["init"] = args.init
         config = _make_config(ablation_config, name, env_id=args.env_id, **overrides)
-        initial = _load_init(args.init)
+        initial = _load_init(args.init, config.env_id, config.env_kwargs)
     if config.family == "numeric":
         mismatch = policy_mismatch(config)
         if mismatch:
@@ -489,7 +490,7 @@ def _compare(args: argparse.Namespace, console: Console) -> int:
         raise UsageError(f"--configs names a config twice: {args.configs}")
     if args.seeds < 1:
         raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
-    initial = _load_init(args.init)
+    initial = _load_init(args.init, args.env_id)
     overrides = _with_default_policy(_overrides(args), args.env_id)
     overrides.pop("seed", None)
 
