@@ -32,7 +32,7 @@ from discoverygym.casestats import case_summary
 from discoverygym.cli.common import (
     check_policy_fits,
     json_value,
-    load_init,
+    load_construction,
     one_line,
     resume_command,
     run_kind,
@@ -526,17 +526,59 @@ def _set_initial(args: argparse.Namespace, config: SearchConfig) -> None:
     """Put ``--init FILE``'s construction into ``config.initial`` after checking it with the env.
 
     Raises:
-        UsageError: a program env, a file :func:`~discoverygym.cli.common.load_init` refuses, or an
-            invalid construction (the env's message).
-        ValueError: ``--init`` with ``--resume`` (the run keeps its stored start).
+        UsageError: not a regular file within the input limit, or unreadable
+            (:func:`~discoverygym.cli.common.load_construction`).
+        ValueError: ``--init`` with ``--resume`` (the run keeps its stored start), or an invalid
+            construction (the env's message).
     """
     if args.init is None:
         return
     if args.resume:
         raise ValueError("--resume keeps the run's stored start; leave out --init")
+    if config.env_id in PROGRAM_TASKS:
+        raise ValueError(f"{config.env_id} takes programs only; --init starts a construction env from a "
+                         "construction (`discoverygym list`)")
+    config.initial = load_construction(Path(args.init))  # a regular file within the input limit only
     config.validate(check_policy=False)
-    # the one --init loader of train, compare and search (read, then judged by the env; UsageError)
-    config.initial = load_init(args.init, config.env_id, config.env_kwargs)
+    import gymnasium as gym
+
+    import discoverygym  # noqa: F401  (registers the envs)
+
+    env = gym.make(config.env_id, **config.env_kwargs)
+    try:
+        judged = env.unwrapped.evaluate(config.initial)
+    finally:
+        env.close()
+    if not judged.valid:
+        raise ValueError(f"--init {args.init}: not a valid construction: {judged.error}")
+    note = _init_policy(args, config)
+    if note:
+        print(note, flush=True)
+
+
+def _init_policy(args: argparse.Namespace, config: SearchConfig) -> str:
+    """With ``--init`` and no ``--policy``: the policy that keeps a tight construction valid, and a line saying so.
+
+    A published record is usually tight (circles touching, constraints active): the default ``mutation``
+    policy's random steps then make nearly every child invalid (23 of 24 from the CP26 record, issue
+    50). Where the problem declares a local optimiser (``Problem.polish``), the ``gaussian`` policy with
+    ``polish="auto"`` is used instead (each child is polished back to a valid, locally optimal
+    construction); otherwise the default stays and the line says what to pass.
+
+    Returns:
+        The line to print (``""`` when ``--policy`` or ``--policy-kwargs`` was given).
+    """
+    from discoverygym.envs.registry import ENVS
+
+    if getattr(args, "policy", None) is not None or getattr(args, "policy_kwargs", None) is not None:
+        return ""
+    if getattr(ENVS.get(config.env_id), "polish", None) is not None:
+        config.policy, config.policy_kwargs = "gaussian", {"polish": "auto"}
+        return ("--init: policy gaussian with polish=auto (the problem's local optimiser keeps a tight start valid; "
+                "plain random mutations of a record are mostly invalid). Pass --policy mutation for those.")
+    return ("--init: policy mutation (this problem declares no local optimiser); if most children are invalid, "
+            "take smaller steps with --policy-kwargs '{\"sigma\": 1e-4}'")
+
 
 
 def run(args: argparse.Namespace) -> int:
