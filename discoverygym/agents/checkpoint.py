@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from discoverygym.io import MAX_RUN_FILE_BYTES, atomic_write_json, check_input_file
+from discoverygym.io import MAX_RUN_FILE_BYTES, atomic_write_json, read_input_bytes
 from discoverygym.search.runlog import LogRejected, Verified, verify_states
 from discoverygym.types import State
 
@@ -38,11 +38,9 @@ __all__ = ["Restored", "checked_best", "has_checkpoint", "latest_checkpoint", "l
 def read_json(path: Path) -> Any:
     """``path`` parsed as JSON; ``ValueError`` naming the file when unreadable (not a regular file within
     :data:`~discoverygym.io.MAX_RUN_FILE_BYTES` included), not UTF-8 or too deep."""
-    check_input_file(path, MAX_RUN_FILE_BYTES)  # ValueError naming the file: a FIFO or device is not read
+    data = read_input_bytes(path, MAX_RUN_FILE_BYTES)  # opened once, checked on the descriptor
     try:
-        return json.loads(path.read_bytes().decode("utf-8"))
-    except OSError as exc:
-        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+        return json.loads(data.decode("utf-8"))
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise ValueError(f"{path} is not valid JSON ({type(exc).__name__}: {exc})") from None
 
@@ -194,9 +192,7 @@ def load_checkpoint(where: Path, learner: Any, sampler: Any, reuse: Any, rng: np
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ValueError(f"{path} is not a trainer checkpoint ({type(exc).__name__}: {exc}); "
                          "the run cannot be resumed from it") from None
-    for name in ("archive.json", "reuse.json"):  # read by reuse.load: regular files within the cap
-        check_input_file(where / name, MAX_RUN_FILE_BYTES)
-    reuse.load(where)
+    reuse.load(where)  # archive.json, reuse.json: each opened once and checked on the descriptor
     verify_checkpoint(where, restored, reuse, fresh_initial=fresh_initial)
     restored = restored._replace(best=checked_best(path, restored, fresh_initial))
     try:

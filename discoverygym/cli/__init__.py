@@ -114,10 +114,18 @@ def _evaluate(env_id: str, path: Path, timeout_s: float | None, seed: int = 0,
 
 
 def _read_text(path: Path) -> str:
+    """A candidate program's text, opened once and checked on the descriptor (a regular UTF-8 file
+    within the input limit: :func:`~discoverygym.io.read_input_text`).
+
+    Raises:
+        UsageError: anything else (one line naming the path).
+    """
+    from discoverygym.io import read_input_text
+
     try:
-        return path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {path}: {exc}") from None
+        return read_input_text(path)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _cmd_list(args: argparse.Namespace, console: Console) -> int:

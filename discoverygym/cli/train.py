@@ -33,7 +33,7 @@ from discoverygym.cli.common import (
     seed_value,
 )
 from discoverygym.errors import BackendUnavailable, UsageError
-from discoverygym.io import check_input_file, file_in_the_way
+from discoverygym.io import file_in_the_way, read_input_text
 
 __all__ = ["add_parsers", "main", "run"]
 
@@ -537,8 +537,8 @@ def load_plugins(paths: list[str]) -> None:
         file = Path(path)
         if not file.exists():
             raise UsageError(f"--plugin {path}: no such file")
-        try:
-            check_input_file(file)
+        try:  # opened once and checked on the descriptor; the text read is the text run (issue 52, #8)
+            source = read_input_text(file)
         except ValueError as exc:
             raise UsageError(f"--plugin {exc}") from None
         name = "discoverygym_plugin_" + "".join(c if c.isalnum() else "_" for c in file.stem)
@@ -550,7 +550,7 @@ def load_plugins(paths: list[str]) -> None:
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         try:
-            spec.loader.exec_module(module)
+            exec(compile(source, str(file.resolve()), "exec"), module.__dict__)  # noqa: S102 - the user's plugin
         except Exception as exc:  # noqa: BLE001 - a plugin's own error, reported in one line
             del sys.modules[name]
             raise UsageError(f"--plugin {path} failed to import: {type(exc).__name__}: {one_line(exc)}") from None

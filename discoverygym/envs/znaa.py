@@ -189,15 +189,23 @@ class ZonedNeutralAtomTask(ProgramTask):
     def judge(self, source: str, name: str, seed: int) -> verifier.CircuitResult:
         """Run ``place`` on one circuit in the sandbox and judge its result.
 
+        The result is refused before it is parsed when it could hold more than a valid placement
+        (:func:`~discoverygym.rewards.znaa.max_result_size`).
+
         Raises:
-            InvalidSolution: crash, timeout, or a broken rule (the message names circuit, stage, qubit).
+            InvalidSolution: crash, timeout, a result larger than a valid placement, or a broken rule
+                (the message names circuit, stage, qubit).
         """
         from discoverygym.sandbox.python import SandboxLimits, run_program
 
         circuit = _circuit(name)
         sched, kwargs = verifier.placer_inputs(circuit)
         kwargs.update(seed=int(seed), budget_s=0.8 * self.case_time_limit_s)
-        limits = SandboxLimits(timeout_s=self.case_time_limit_s, memory_mb=self.memory_mb, use_bwrap=self.use_bwrap)
+        # bound the parent's work before anything is parsed (issue 52, #10: 20 million empty lists cost
+        # the parent 34 s and 1.5 GB per circuit): at most what a valid placement can hold
+        most, size = verifier.max_result_size(circuit.num_qubits, len(sched.stages))
+        limits = SandboxLimits(timeout_s=self.case_time_limit_s, memory_mb=self.memory_mb, use_bwrap=self.use_bwrap,
+                               result_values=most, result_bytes=size)
         result = run_program(source, self.entry, kwargs, limits)
         if not result.ok:
             raise InvalidSolution(f"circuit {name}: place failed: {result.error}",

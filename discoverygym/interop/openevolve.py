@@ -342,7 +342,9 @@ def export_openevolve(env_id: str, out_dir: str | Path, *, api_base: str = DEFAU
     problem = problem_of(env_id, "code", **options)
     source, language = initial_program(env_id, **options)
     if initial is not None:
-        source = Path(initial).read_text()
+        from discoverygym.io import read_input_text
+
+        source = read_input_text(initial)  # opened once, checked on the descriptor (ValueError otherwise)
     source = with_evolve_markers(source, language)
     out = Path(out_dir)
     paths = {"initial_program": out / f"initial_program{_SUFFIX[language]}",

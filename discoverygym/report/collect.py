@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from discoverygym.io import json_lines, run_kind
+from discoverygym.io import MAX_RUN_FILE_BYTES, json_lines, read_input_bytes, read_input_text, run_kind
 from discoverygym.outcomes import CATEGORIES
 from discoverygym.search.runlog import RunLog
 
@@ -122,18 +122,23 @@ def _finite(x: Any) -> float | None:
 
 
 def _read_json(path: Path) -> Any:
-    """``path``'s JSON, or ``None`` when absent or unreadable (a live run may be rewriting it)."""
+    """``path``'s JSON, or ``None`` when absent or unreadable (a live run may be rewriting it).
+
+    Opened once and checked on the descriptor (:func:`~discoverygym.io.read_input_text`): a FIFO,
+    a device or a file beyond :data:`~discoverygym.io.MAX_RUN_FILE_BYTES` that replaced the file
+    after ``check_run_files`` looked is not read either."""
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError, RecursionError):
+        return json.loads(read_input_text(path, MAX_RUN_FILE_BYTES))
+    except (ValueError, RecursionError):
         return None
 
 
 def _read_jsonl(path: Path) -> list[dict]:
-    """The complete JSON-object lines of ``path`` (a torn or corrupt line is skipped)."""
+    """The complete JSON-object lines of ``path`` (a torn or corrupt line is skipped); opened once and
+    checked on the descriptor as :func:`_read_json` does (``[]`` when absent or refused)."""
     try:
-        return json_lines(path.read_text(errors="replace"))
-    except OSError:
+        return json_lines(read_input_bytes(path, MAX_RUN_FILE_BYTES).decode("utf-8", errors="replace"))
+    except ValueError:
         return []
 
 

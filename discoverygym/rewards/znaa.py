@@ -36,7 +36,7 @@ from discoverygym.rewards.znaa_circuit import Circuit, Schedule, reuse_candidate
 from discoverygym.rewards.znaa_machine import MACHINE, Instruction, Machine, Program, Replay, fail, replay
 
 __all__ = ["MAX_SNAPSHOTS", "CircuitResult", "check_placement", "circuit_score", "compile_program",
-           "evaluate_placement", "placer_inputs", "route", "suite_score"]
+           "evaluate_placement", "max_result_size", "placer_inputs", "route", "suite_score"]
 
 #: most snapshots in one stage's group (keeps every valid score finite and bounded).
 MAX_SNAPSHOTS = 8
@@ -56,6 +56,26 @@ def placer_inputs(circuit: Circuit, machine: Machine = MACHINE) -> tuple[Schedul
     kwargs = {"num_qubits": circuit.num_qubits, "stages": stages,
               "reuse": reuse_candidates(circuit, sched), "arch": machine.describe()}
     return sched, kwargs
+
+
+def max_result_size(num_qubits: int, num_stages: int) -> tuple[int, int]:
+    """``(values, bytes)``: the most a valid placement of ``num_qubits`` qubits over ``num_stages``
+    stages can hold, with room to spare; the sandbox refuses a larger result before the parent parses
+    it (``SandboxLimits.result_values`` / ``result_bytes``), as QubitRouting does (issue 52, #10).
+
+    A valid result is ``{"initial": S0, "stages": G}``: S0 and every snapshot list one site
+    ``[zone, row, col]`` per qubit (4 JSON values: the list and three ints of at most 3 digits),
+    and G holds one group of at most :data:`MAX_SNAPSHOTS` snapshots per stage. Values are counted
+    as the sandbox counts them (commas and opening brackets, an upper bound); bytes allow 24 per
+    value (``[0, 99, 99], `` is 13).
+
+    Example:
+        >>> max_result_size(2, 1)[0] >= 1 + (1 + 4 * 2) + 1 + 1 + 8 * (1 + 4 * 2)
+        True
+    """
+    snapshot = 1 + 4 * num_qubits
+    values = 4 + snapshot + num_stages * (1 + MAX_SNAPSHOTS * snapshot) + 64
+    return values, 24 * values + 65_536
 
 
 def _site(value: Any, machine: Machine) -> Site | None:

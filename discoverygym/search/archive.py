@@ -42,7 +42,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 from sortedcontainers import SortedList
 
-from discoverygym.io import atomic_write_json
+from discoverygym.io import MAX_RUN_FILE_BYTES, atomic_write_json, read_input_text
 from discoverygym.types import State, to_jsonable
 
 __all__ = ["Archive", "atomic_write_json", "solution_key", "state_record"]
@@ -610,9 +610,15 @@ class Archive:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Archive:
-        """Read an archive written by :meth:`save`."""
-        with open(path) as fh:
-            return cls.from_dict(json.load(fh))
+        """Read an archive written by :meth:`save`.
+
+        The file is opened once and checked on the descriptor (a regular file of at most
+        :data:`~discoverygym.io.MAX_RUN_FILE_BYTES`; :func:`~discoverygym.io.read_input_text`).
+
+        Raises:
+            ValueError: not such a file, not UTF-8, not JSON; KeyError/TypeError: not an archive.
+        """
+        return cls.from_dict(json.loads(read_input_text(path, MAX_RUN_FILE_BYTES)))
 
     # ------------------------------------------------------------------ misc
     def extend(self, states: Iterable[State]) -> list[str | None]:

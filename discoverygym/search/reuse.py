@@ -59,7 +59,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from discoverygym.io import atomic_write_json
+from discoverygym.io import MAX_RUN_FILE_BYTES, atomic_write_json, read_input_text
 from discoverygym.search.archive import Archive
 from discoverygym.search.rule import Selector
 from discoverygym.search.selectors import make_selector
@@ -307,11 +307,16 @@ class ReuseWrapper(gym.Wrapper):
         atomic_write_json(directory / "reuse.json", self.state_dict())
 
     def load(self, directory: str | os.PathLike) -> None:
-        """Restore what :meth:`save` wrote (the wrapper must be built with the same arguments)."""
+        """Restore what :meth:`save` wrote (the wrapper must be built with the same arguments).
+
+        Each file is opened once and checked on the descriptor (:func:`~discoverygym.io.read_input_text`).
+
+        Raises:
+            ValueError: a file that is not a regular file within the run-file cap, or not JSON.
+        """
         directory = Path(directory)
         self.archive = Archive.load(directory / "archive.json")
-        with open(directory / "reuse.json") as fh:
-            state = json.load(fh)
+        state = json.loads(read_input_text(directory / "reuse.json", MAX_RUN_FILE_BYTES))
         self.rule.load_state_dict(state["rule"])
         self.inspirations = [State.from_dict(d) for d in state["inspirations"]]
         self._batch_starts = [State.from_dict(d) for d in state["batch_starts"]]

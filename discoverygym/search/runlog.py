@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from discoverygym.io import MAX_RUN_FILE_BYTES, atomic_write_json, check_input_file
+from discoverygym.io import MAX_RUN_FILE_BYTES, atomic_write_json, read_input_bytes, read_input_text
 from discoverygym.types import State
 
 __all__ = ["CONSTRUCTION_RTOL", "PROGRAM_RTOL", "LogRejected", "Replay", "RunLog", "ScalarWriter", "Verified",
@@ -158,14 +158,12 @@ class RunLog:
 
         Raises:
             ValueError: ``config.json`` is not a regular file within the input size limit
-                (:func:`~discoverygym.io.check_input_file`), or not JSON.
+                (:func:`~discoverygym.io.read_input_text`, one descriptor checked and read), or not JSON.
         """
         path = self.dir / self.CONFIG
         if not os.path.lexists(path):
             return None
-        check_input_file(path)
-        with open(path) as fh:
-            data = json.load(fh)
+        data = json.loads(read_input_text(path))  # opened once, checked on the descriptor
         if isinstance(data, dict):
             data.pop("kind", None)
         return data
@@ -222,11 +220,10 @@ class RunLog:
         """
         if not os.path.lexists(self.log_path):
             return []
-        try:
-            check_input_file(self.log_path, MAX_RUN_FILE_BYTES)  # not a FIFO or a device: nothing blocks or floods
+        try:  # opened once, checked on the descriptor: not a FIFO or a device, nothing blocks or floods
+            data = read_input_bytes(self.log_path, MAX_RUN_FILE_BYTES)
         except ValueError as exc:
             raise LogRejected(f"{exc}; the run cannot be resumed") from None
-        data = self.log_path.read_bytes()
         end = data.rfind(b"\n") + 1  # bytes after the last newline: a torn write
         records = []
         for lineno, line in enumerate(data[:end].splitlines(), 1):
