@@ -193,10 +193,12 @@ def study(args: argparse.Namespace, console: Console, names: list[str], override
     _write_csv(root / "results.csv", runs)
     plot = root / "compare.png"
     _plot(names, runs, problem, args.seeds, plot, budget)
-    verdicts = _verdicts(rows, problem.direction)
+    verdicts = _verdicts(rows, problem.direction, budget)
     warnings = _warnings(runs, budget)
+    record_line = _record_verdict(args.env_id, problem, runs)
     summary = {"env_id": args.env_id, "record": problem.sota.get("value"), "direction": problem.direction,
-               "budget_s": budget, "rows": rows, "verdicts": verdicts, "warnings": warnings, "plot": str(plot),
+               "budget_s": budget, "rows": rows, "verdicts": verdicts, "record_verdict": record_line,
+               "warnings": warnings, "plot": str(plot),
                "results": str(root / "results.csv"), "run_dir": str(root), "wall_s": wall}
     (root / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     if args.json:
@@ -206,7 +208,7 @@ def study(args: argparse.Namespace, console: Console, names: list[str], override
     title = (f"{problem.title}: best {problem.quantity} over {args.seeds} seed(s) ({better} is better; "
              f"record {problem.sota.get('value')})"
              + ("" if budget is None else f"; scored at the {budget:g} s wall budget"))
-    headers = ["config", "changes vs full", "evals/run", "wall s (max)", "late", "start", "best: mean ± sd",
+    headers = ["config", "changes vs full", "evals/run", "wall s (max)", "late", "start (mean of seeds)", "best: mean ± sd",
                "best of seeds", f"p two-sided vs {names[0]}"]
     cells = []
     for r in rows:
@@ -217,6 +219,7 @@ def study(args: argparse.Namespace, console: Console, names: list[str], override
     print_table(console, title, headers, cells)
     for line in verdicts:
         console.print(line, highlight=False, soft_wrap=True)
+    console.print(record_line, highlight=False, soft_wrap=True)
     for line in warnings:
         console.print(line, highlight=False, soft_wrap=True, style="yellow")
     console.print(f"p: Mann–Whitney U on the per-seed best scores, two-sided (H1: the config and {names[0]} differ); "
@@ -305,9 +308,10 @@ def seeds_for_significance(alpha: float = ALPHA) -> int:
     return n
 
 
-def _verdicts(rows: list[dict], direction: str) -> list[str]:
+def _verdicts(rows: list[dict], direction: str, budget: float | None = None) -> list[str]:
     """Plain sentences that say what the two-sided test found (and both one-sided p), what each
-    config changes, and how many seeds significance would need."""
+    config changes, and how many seeds significance would need; under a wall budget (``budget``, s)
+    also how many evaluations each config's runs got (they differ: each run stops at its own step)."""
     ref, lines = rows[0], []
     if len(rows) == 1:
         return [f"verdict: only {ref['config']} was run; nothing to compare"]
@@ -320,6 +324,9 @@ def _verdicts(rows: list[dict], direction: str) -> list[str]:
             continue
         sides = (f"two-sided p = {p2:.3g}; one-sided: {ref['config']} better p = {r['p_first_better']:.3g}, "
                  f"worse p = {r['p_first_worse']:.3g}; {ref['n']} vs {r['n']} seeds")
+        if budget is not None:
+            sides += (f"; within the {budget:g} s budget {ref['config']} ran {evals_cell(ref)} and {r['config']} "
+                      f"{evals_cell(r)} evaluations per run")
         if p2 < ALPHA:
             ahead = Direction(direction).better(ref["mean"], r["mean"])
             word = "beats" if ahead else "is beaten by"
@@ -335,6 +342,30 @@ def _verdicts(rows: list[dict], direction: str) -> list[str]:
                      f"{floor:.3g}): significance needs at least {need} seeds per config (--seeds {need})")
         lines.append(line)
     return lines
+
+
+def _record_verdict(env_id: str, problem: Any, runs: list[dict]) -> str:
+    """``record: <verdict>`` for the best run of the study (its ``best.json``), by the one judgment
+    (:func:`discoverygym.judgment.judge_state`: the verdict ``certify`` gives for that file)."""
+    from discoverygym.judgment import judge_state
+
+    sense = Direction(problem.direction)
+    scored = [r for r in runs if r["best_score"] is not None]
+    if not scored:
+        return "record: no valid run to compare with it"
+    top = scored[0]
+    for r in scored[1:]:
+        if sense.better(r["result_best"], top["result_best"]):
+            top = r
+    try:
+        best = json.loads((Path(top["run_dir"]) / "best.json").read_text())
+    except (OSError, ValueError):
+        return f"record: not judged ({top['run_dir']} has no readable best.json)"
+    state = best.get("state") if isinstance(best, dict) else None
+    verdict = judge_state(env_id, problem, state)
+    answer = "yes" if verdict.is_record else "no"
+    return (f"record: {answer} — best run {top['config']} seed {top['seed']} ({top['run_dir']}/best.json): "
+            f"{verdict.text()}")
 
 
 def _warnings(runs: list[dict], budget: float | None) -> list[str]:
@@ -382,21 +413,52 @@ def _series(run: dict, budget: float | None) -> list[tuple[float, float]]:
     return [(0.0, pts[0][1]), *pts, (float(budget), run["best_score"])] if pts else []
 
 
+def _zoom_end(ax: Any, drawn: list[tuple], record: float | None, better: str) -> None:
+    """The zoomed end panel of ``compare.png``: each config's mean (and min–max band) over the last
+    quarter of the x range, the y axis fitted to the final values (means and min–max; plus the record
+    when it lies within 10 spans of them), so that differences of 1e-9 at the end are visible."""
+    if not drawn:
+        ax.set_axis_off()
+        return
+    x_end = max(float(d[0][-1]) for d in drawn)
+    x_start = min(float(d[0][0]) for d in drawn)
+    x0 = x_end - 0.25 * (x_end - x_start)
+    lo_y, hi_y = math.inf, -math.inf
+    for xs, mean, lo, hi, colour, style, marker, width in drawn:
+        lo_y, hi_y = min(lo_y, float(lo[-1]), float(mean[-1])), max(hi_y, float(hi[-1]), float(mean[-1]))
+        ax.step(xs, mean, where="post", color=colour, ls=style, lw=width, marker=marker, ms=4,
+                markevery=max(1, len(xs) // 12), alpha=0.9)
+        ax.fill_between(xs, lo, hi, step="post", color=colour, alpha=0.15, lw=0)
+    span = max(hi_y - lo_y, abs(hi_y) * 1e-12, 1e-15)
+    if record is not None and lo_y - 10 * span <= record <= hi_y + 10 * span:
+        ax.axhline(record, color="k", ls="--", lw=1)
+        lo_y, hi_y = min(lo_y, record), max(hi_y, record)
+        span = max(hi_y - lo_y, span)
+    ax.set_xlim(x0, x_end + 0.02 * (x_end - x_start))
+    ax.set_ylim(lo_y - 0.1 * span, hi_y + 0.1 * span)
+    ax.set_title(f"the end, zoomed: last quarter, y fitted to the final values ({better} is better)", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.ticklabel_format(axis="y", useOffset=False)
+
+
 def _plot(names: list[str], runs: list[dict], problem: Any, seeds: int, path: Path, budget: float | None = None) -> None:
     """Best score per config, mean over seeds (line) with the min–max over seeds (shaded), from the
     same scored data as the table (:func:`_series`: over wall time cut at the budget under
     ``--budget-s``, else over evaluations), so each line ends at the table's mean. Each config has
     its own line style, marker and width (the widest drawn first) so that coinciding lines stay
     visible; the record as a dashed line when it is within sight; labels kept inside the image
-    (``bbox_inches="tight"``). matplotlib, Agg."""
+    (``bbox_inches="tight"``). A second panel zooms on the last quarter of the x range with the y axis
+    fitted to the values there (:func:`_zoom_end`), where the left panel, scaled from the start value,
+    shows the final differences as one line. matplotlib, Agg."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    fig, ax = plt.subplots(figsize=(8.4, 5.0), dpi=110)
+    fig, (ax, zoom) = plt.subplots(1, 2, figsize=(12.6, 5.0), dpi=110, gridspec_kw={"width_ratios": [3, 2]})
     lo_all, hi_all = math.inf, -math.inf
+    drawn = []  # (xs, mean, lo, hi, colour, style, marker, width) per config, for the zoomed end panel
     for i, name in enumerate(names):
         series = [s for s in (_series(r, budget) for r in runs if r["config"] == name) if s]
         if not series:
@@ -418,6 +480,7 @@ def _plot(names: list[str], runs: list[dict], problem: Any, seeds: int, path: Pa
                 zorder=2 + i, alpha=0.9)
         if len(series) > 1:
             ax.fill_between(xs, lo, hi, step="post", color=colour, alpha=0.15, lw=0)
+        drawn.append((xs, mean, lo, hi, colour, style, marker, width))
     record = problem.sota.get("value")
     if record is not None and math.isfinite(lo_all):
         span = max(hi_all - lo_all, abs(hi_all) * 1e-9, 1e-12)
@@ -435,6 +498,7 @@ def _plot(names: list[str], runs: list[dict], problem: Any, seeds: int, path: Pa
     ax.grid(True, alpha=0.3)
     ax.ticklabel_format(axis="y", useOffset=False)
     ax.legend(fontsize=8, loc="best")
+    _zoom_end(zoom, drawn, record, better)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, bbox_inches="tight")

@@ -70,9 +70,11 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
         "compare", help="a study: configs x seeds of train runs; budget, start, mean ± sd, rank test, verdict, plot",
         description="Runs every config for every seed (ordinary train runs under one study directory) and "
         "prints per config the budget (evaluations, wall time per run), the start score, the best score's "
-        "mean ± sd and best over seeds, and a one-sided Mann–Whitney U test against the first config, then "
-        "one verdict line per config. Writes study.json, results.csv (one row per run), compare.png (best "
-        "score vs evaluations, seed spread shaded), summary.json and TensorBoard runs.",
+        "mean ± sd and best over seeds, and a two-sided Mann–Whitney U test against the first config (the "
+        "start is the mean over seeds; under --budget-s the verdicts say how many evaluations each run got), "
+        "then one verdict line per config (with both one-sided p) and whether the study's best run beats "
+        "the record (the verdict certify gives for its best.json). Writes study.json, results.csv (one row per run), compare.png (best "
+        "score vs evaluations, seed spread shaded, and the end zoomed), summary.json and TensorBoard runs.",
         epilog="Example: discoverygym compare CirclePacking-26-v0 --configs full,naive-rl,expected-reward "
         "--seeds 3 --steps 5 (a new runs/compare-<env>-<time> directory each time; finish a killed study "
         "with --run-dir DIR --resume). Against the scipy reference at equal wall time: discoverygym compare "
@@ -623,3 +625,4 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
