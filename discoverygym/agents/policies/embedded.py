@@ -32,12 +32,12 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
 import os
 import shutil
 import socket
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,12 +45,21 @@ from typing import Any
 from urllib.parse import urlparse
 
 from discoverygym.agents.policies.llm import BackendUnavailable, ModelUnavailable
+from discoverygym.agents.policies.model_cache import (
+    check_entry,
+    open_lock,
+    replace_entry,
+    secure_dir,
+    write_file,
+)
 
 __all__ = ["EMBEDDED", "SAMPLING", "EmbeddedModel", "cache_dir", "convert", "embedded_for", "resolve_model",
            "sampling_generation_config"]
 
 #: bump when the converted directory's layout changes (old directories are then rebuilt).
 _FORMAT = 1
+#: files a finished cache entry must hold as regular files (not links): checked before every use
+_ENTRY_FILES = ("config.json", "discoverygym-embedded.json")
 
 
 @dataclass(frozen=True)
@@ -141,20 +150,6 @@ def _converted(folder: Path) -> bool:
         return False
 
 
-@contextlib.contextmanager
-def _lock(path: Path):
-    """An exclusive ``flock`` on ``path`` (other processes converting the same model wait)."""
-    import fcntl
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def convert(spec: EmbeddedModel, *, force: bool = False, log: Any = None) -> Path:
     """The converted float32 directory of ``spec`` (converted now if not cached; module docstring).
 
@@ -167,13 +162,21 @@ def convert(spec: EmbeddedModel, *, force: bool = False, log: Any = None) -> Pat
         The directory (``config.json``, ``model.safetensors``, tokenizer files); loads with
         ``AutoModelForCausalLM.from_pretrained``.
 
+    The cache follows :mod:`.model_cache`'s rules: its directories are private (0700, this user's,
+    not writable by others, not symlinks), the lock is opened without following links, the model is
+    built in a fresh ``mkdtemp`` directory inside the cache and renamed into place, and the entry is
+    checked again before it is returned (issue 52, #11, #12).
+
     Raises:
         BackendUnavailable: the model package, ``gguf``, ``torch`` or ``transformers`` is missing.
-        ModelUnavailable: the GGUF file could not be read.
+        ModelUnavailable: the GGUF file could not be read; :class:`~.model_cache.CacheRefused` (a
+            ``ModelUnavailable``) for a cache directory or entry that is not safe to use.
     """
-    target = cache_dir() / "models" / spec.directory_name
+    root = secure_dir(cache_dir())
+    models = secure_dir(root / "models")
+    target = models / spec.directory_name
     if _converted(target) and not force:
-        return sampling_generation_config(target)
+        return sampling_generation_config(check_entry(target, _ENTRY_FILES))
     source = _gguf_path(spec)
     if _find_package("gguf") is None:
         raise BackendUnavailable(f"hf:{spec.name} needs the gguf package to read its weights: {spec.install}")
@@ -182,17 +185,16 @@ def convert(spec: EmbeddedModel, *, force: bool = False, log: Any = None) -> Pat
         import transformers
     except ImportError as exc:
         raise BackendUnavailable(f"hf:{spec.name} needs torch and transformers: {spec.install} ({exc})") from None
-    with _lock(target.parent / f".{spec.directory_name}.lock"):
-        if _converted(target) and not force:
-            return sampling_generation_config(target)  # another process converted it while we waited
+    with open_lock(models / f".{spec.directory_name}.lock"):
+        if _converted(target) and not force:  # another process converted it while we waited
+            return sampling_generation_config(check_entry(target, _ENTRY_FILES))
         if log is not False:
             import sys
 
             (log or (lambda text: print(text, file=sys.stderr, flush=True)))(
                 f"converting {spec.gguf_file} into {target} (once; about 2 min on 2 cores)")
         start = time.perf_counter()
-        tmp = target.parent / f".{spec.directory_name}.tmp-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{spec.directory_name}.tmp-", dir=models))  # new, 0700, ours
         try:
             folder, name = str(source.parent), source.name
             tokenizer = transformers.AutoTokenizer.from_pretrained(folder, gguf_file=name)
@@ -218,14 +220,16 @@ def convert(spec: EmbeddedModel, *, force: bool = False, log: Any = None) -> Pat
             shutil.rmtree(tmp, ignore_errors=True)
             text = " ".join(str(exc).split())[:400]
             raise ModelUnavailable(f"could not convert {source}: {type(exc).__name__}: {text}") from None
-        (tmp / "discoverygym-embedded.json").write_text(json.dumps({
-            "format": _FORMAT, "name": spec.name, "hub_id": spec.hub_id, "source": str(source),
-            "source_bytes": source.stat().st_size, "licence": spec.licence,
-            "convert_s": round(time.perf_counter() - start, 1)}, indent=1))
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(tmp, target)
-    return sampling_generation_config(target)
+        try:
+            write_file(tmp / "discoverygym-embedded.json", json.dumps({
+                "format": _FORMAT, "name": spec.name, "hub_id": spec.hub_id, "source": str(source),
+                "source_bytes": source.stat().st_size, "licence": spec.licence,
+                "convert_s": round(time.perf_counter() - start, 1)}, indent=1))
+            replace_entry(tmp, target)  # an old entry (a link too: unlinked, not followed) goes first
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    return sampling_generation_config(check_entry(target, _ENTRY_FILES))
 
 
 #: the sampling settings written into a converted model's ``generation_config.json``: plain
@@ -253,9 +257,7 @@ def sampling_generation_config(folder: Path) -> Path:
     if all(config.get(k) == v for k, v in SAMPLING.items()):
         return Path(folder)
     config.update(SAMPLING)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(json.dumps(config, indent=2))
-    os.replace(tmp, path)
+    write_file(path, json.dumps(config, indent=2))  # a new file of a random name (O_EXCL | O_NOFOLLOW), renamed
     return Path(folder)
 
 
