@@ -129,3 +129,15 @@ def _root():
     from pathlib import Path
 
     return Path(__file__).resolve().parents[1]
+
+
+def test_report_gives_certify_s_verdict_for_a_search_run(tmp_path, capsys):
+    from discoverygym.report.collect import collect
+
+    run = tmp_path / "s"
+    assert main(["search", CP, "-C", "1", "-L", "1", "-K", "2", "--executor", "inline", "--no-tensorboard",
+                 "--run-dir", str(run)]) == 0
+    capsys.readouterr()
+    assert main(["certify", CP, str(run), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert collect(run).summary["beats the record?"] == "no: " + printed["verdict"]["text"]

@@ -311,12 +311,35 @@ def _best_of(nodes: list[Node]) -> Node | None:
     return best
 
 
+def _record_verdict(best: dict, config: dict) -> str | None:
+    """``"yes: …"`` / ``"no: …"``: whether the run's best state beats the record, by the one judgment
+    (:func:`discoverygym.judgment.judge_state`, the verdict ``certify`` gives for ``best.json``); ``None``
+    for an env outside the construction registry or when there is nothing to judge."""
+    from discoverygym.envs.registry import ENVS
+    from discoverygym.judgment import judge_state
+
+    env_id = best.get("env_id") or config.get("env_id")
+    problem = ENVS.get(env_id) if isinstance(env_id, str) else None
+    if problem is None:
+        return None
+    try:
+        verdict = judge_state(env_id, problem, best["state"])
+    except (ValueError, TypeError, KeyError):  # a hand-edited or foreign best.json: the report still renders
+        return None
+    if verdict.outcome == "none":
+        return None
+    return ("yes: " if verdict.is_record else "no: ") + verdict.text()
+
+
 def _collect_search(run_dir: Path, data: RunData) -> None:
     nodes = _search(run_dir, data)
     best = _read_json(run_dir / "best.json")
     if isinstance(best, dict) and isinstance(best.get("state"), dict):
         data.best = best["state"]
         data.summary["published record"] = (best.get("sota") or {}).get("value")
+        verdict = _record_verdict(best, data.config)
+        if verdict:
+            data.summary["beats the record?"] = verdict
     data.summary["evaluations"] = sum(1 for n in nodes if n.order is not None)
     cfg = data.config
     if {"C", "L", "K"} <= cfg.keys():
@@ -363,6 +386,9 @@ def _collect_train(run_dir: Path, data: RunData) -> None:
     if isinstance(best, dict) and isinstance(best.get("state"), dict):
         data.best = best["state"]
         data.summary["published record"] = (best.get("sota") or {}).get("value")
+        verdict = _record_verdict(best, data.config)
+        if verdict:
+            data.summary["beats the record?"] = verdict
         data.summary["initial score"] = best.get("initial_score")
     data.summary["steps"] = len(metrics)
     data.summary["evaluations"] = len(metrics) * per_step
