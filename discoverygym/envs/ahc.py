@@ -79,6 +79,7 @@ class AHCTask(ProgramTask):
     entry = "main"
     direction = "max"
     failure_reward = 0.0
+    timed = True  # heuristics search until a time limit: a resume measures the best program again
     rules: ClassVar[ModuleType]
     reward_divisor: ClassVar[float]
     example: ClassVar[str]

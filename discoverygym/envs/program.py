@@ -88,6 +88,10 @@ class ProgramTask(ABC):
         evaluate_initial: whether ``reset()`` scores the initial program (False when scoring needs
             hardware that may be absent, e.g. a GPU; the initial state then has ``score=None``).
         nondeterministic: scores are measurements (timings) that vary between runs.
+        timed: scores may depend on the clock (a heuristic that stops at a time limit, AtCoder):
+            deterministic otherwise, so cached as usual, but a resume measures the best logged
+            program again and keeps the new score instead of requiring the logged one
+            (:func:`~discoverygym.search.runlog.verify_states`; issue 52, #14).
         thread_safe: :meth:`evaluate` may run in several threads of one process at once (default
             False: tasks may share a GPU, a compile directory or a data cache).
         row_len: always ``None`` (no construction); present for code that reads ``Problem.row_len``.
@@ -106,6 +110,7 @@ class ProgramTask(ABC):
     reward_scale: ClassVar[float] = 1.0
     evaluate_initial: ClassVar[bool] = True
     nondeterministic: ClassVar[bool] = False
+    timed: ClassVar[bool] = False
     thread_safe: ClassVar[bool] = False
     row_len: ClassVar[None] = None
 

@@ -346,9 +346,11 @@ def verify_states(problem: Any, located: Iterable[tuple[str, State]],
     task's state (a program, no construction) can only be judged by running it: the valid
     program states of the highest reward (those the resumed run's best is taken from) are run
     again once with ``rerun(state)`` (the env's sandbox) and must reproduce their logged score
-    within ``problem.replay_rtol`` (default :data:`PROGRAM_RTOL`). Tasks whose scores are
-    measurements (``problem.nondeterministic``: kernel and LASSO timings) are not run again, and
-    neither are programs the re-run cannot score here (no GPU): :attr:`Verified.skipped` says why.
+    within ``problem.replay_rtol`` (default :data:`PROGRAM_RTOL`); a program the re-run cannot score
+    here (no GPU) is skipped and :attr:`Verified.skipped` says why. Tasks whose scores are
+    measurements (``problem.nondeterministic``: kernel and LASSO timings; ``problem.timed``: AtCoder
+    heuristics that run against a clock) are measured again instead (:func:`_remeasure`): the best
+    program must still be valid and correct, and the new measurement replaces the logged score.
     Invalid and unscored states are left as logged (the failure reward: they never become best).
 
     Args:
@@ -397,12 +399,10 @@ def verify_states(problem: Any, located: Iterable[tuple[str, State]],
         judged += 1
     if not programs:
         return Verified(judged)
-    name = getattr(problem, "name", type(problem).__name__)
-    if getattr(problem, "nondeterministic", False):
-        return Verified(judged, 0, f"{name} scores are timings that vary between runs, so the best logged "
-                                   "program cannot reproduce its score; its score is taken from the log")
     if rerun is None:
         return Verified(judged, 0, "no env was given to run the best logged program again")
+    if getattr(problem, "nondeterministic", False) or getattr(problem, "timed", False):
+        return Verified(judged, _remeasure(programs, rerun, getattr(problem, "failure_reward", None)), None)
     top = max(state.reward for _, _, state in programs)
     rtol = float(getattr(problem, "replay_rtol", PROGRAM_RTOL))
     done, runs = 0, {}  # one run per program: a best state is often logged in several places
@@ -422,6 +422,67 @@ def verify_states(problem: Any, located: Iterable[tuple[str, State]],
                              f"tolerance {rtol:g}); the log was altered and cannot be resumed")
         done += 1
     return Verified(judged, len(runs))
+
+
+#: most distinct programs a resume of a timed task measures again before it stops (each one a full
+#: evaluation: a kernel's or LassoPath's timing run)
+MAX_REMEASURED = 8
+
+
+def _remeasure(programs: list[tuple[str, str, State]], rerun: Callable[[State], State | None],
+               failure_reward: float | None = None) -> int:
+    """Measure the best logged programs of a timed task again and put the new measurement in the log's
+    place (issue 52, #14: a forged initial record, 0.001 for ``int main(){return 1;}``, became the
+    resumed run's best with only a warning).
+
+    Timings vary between runs, so a logged score cannot be reproduced; it is not trusted either.
+    The program of the highest logged reward is run again: it must be valid and correct now (a
+    failing program refuses the resume), and its state takes the re-measured score, reward and
+    metadata (``metadata["remeasured_from"]`` keeps the logged score). This repeats while another
+    logged program's *logged* reward exceeds the best *re-measured* one, for at most
+    :data:`MAX_REMEASURED` programs; a program still above after that is marked unscored
+    (``metadata["unscored"]``, the failure reward ``failure_reward``), so no logged timing can
+    outrank a measured one. Every state of one program (logged in several places) gets the same
+    measurement.
+
+    Returns:
+        How many distinct programs were run again.
+
+    Raises:
+        LogRejected: a re-run program is invalid, incorrect or cannot be scored here.
+    """
+    groups: dict[tuple, list[tuple[str, str, State]]] = {}
+    for item in programs:
+        groups.setdefault((item[2].id, item[2].code), []).append(item)
+    order = sorted(groups, key=lambda k: max(s.reward for _, _, s in groups[k]), reverse=True)
+    best_fresh: float | None = None
+    done = 0
+    for key in order:
+        logged = max(s.reward for _, _, s in groups[key])
+        if best_fresh is not None and (logged <= best_fresh or done >= MAX_REMEASURED):
+            if logged > best_fresh:  # beyond the cap: not measured, so not allowed to outrank a measured one
+                for _, _, state in groups[key]:
+                    state.metadata.update(unscored=True, remeasured_from=state.score,
+                                          unscored_reason="not measured again on resume (too many programs above the best)")
+                    state.score, state.valid = None, False
+                    state.reward = best_fresh if failure_reward is None else min(best_fresh, failure_reward)
+            continue
+        where, what, first = groups[key][0]
+        fresh = rerun(first)
+        if fresh is None or fresh.metadata.get("unscored"):
+            why = fresh.metadata.get("unscored_reason") if fresh is not None else "no env"
+            raise LogRejected(f"{where}: {what}: its scores are timings, so its program must be measured again "
+                             f"before the run resumes, and it cannot be here ({why}); resume on a machine that "
+                             "can run it")
+        if not fresh.valid:
+            raise LogRejected(f"{where}: {what}, but its program fails when run again ({fresh.error}); the log "
+                             "was altered and cannot be resumed")
+        for _, _, state in groups[key]:
+            state.metadata = {**fresh.metadata, "remeasured_from": state.score}
+            state.score, state.reward = fresh.score, fresh.reward
+        best_fresh = fresh.reward if best_fresh is None else max(best_fresh, fresh.reward)
+        done += 1
+    return done
 
 
 class Replay:

@@ -3,7 +3,7 @@
 * Program tasks: a logged program state has no construction to verify, so on main a forged
   ``eval`` record whose reward is that of its (forged) score became the resumed run's best. Now the
   best logged program runs once more through the env (with its logged seed) and must reproduce
-  its score; tasks with timed scores are skipped with a stated reason.
+  its score; tasks with timed scores (issue 52, #14) are measured again, the new score kept, a failing program refused.
 * ``problem=`` (a caller's own problem under a registered env id): the resume judged the log with
   the registered problem of ``config.json`` (refusing an honest log) instead of the run's own.
 """
@@ -129,12 +129,34 @@ def test_a_forged_program_record_with_a_consistent_reward_is_refused(tmp_path):
     assert json.loads((run / "best.json").read_text())["score"] < 6
 
 
-def test_timed_scores_are_not_run_again_and_the_reason_is_said(tmp_path):
+def test_timed_scores_are_measured_again_and_the_measurement_replaces_the_log(tmp_path):
+    """Issue 52, #14: a timed task's best logged program runs again; its fresh score is the one kept."""
     run = _killed(tmp_path, timed=True)
+    _forge_best(run)  # "return 5" claims 9: a timing cannot be reproduced, but it is not trusted either
     SeededTask.runs = []
-    with pytest.warns(UserWarning, match="scores are timings that vary between runs"):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "taken from the log" warning any more
         _search(run, 2, resume=True, timed=True)
-    assert len(SeededTask.runs) == 2  # only the new step's candidates
+    assert SeededTask.runs[0].endswith("return 5\n")  # measured again first, then the new step's two
+    best = json.loads((run / "best.json").read_text())
+    assert best["score"] != 9.0 and best["score"] < 8  # the re-measured 5.x or a new step's 7.x, never the log's 9
+
+
+def test_a_timed_program_that_fails_when_run_again_refuses_the_resume(tmp_path):
+    """Issue 52, #14: the forged record "int main(){return 1;}" with score 0.001 became best; now refused."""
+    run = _killed(tmp_path, timed=True)
+    path = run / "archive.jsonl"
+    lines = path.read_text().splitlines()
+    i = next(n for n, line in enumerate(lines) if '"kind":"eval"' in line and "return 5" in line)
+    record = json.loads(lines[i])
+    record["state"]["code"] = "def answer():\n    pass\n"  # fails: no return
+    record["state"]["score"] = record["state"]["reward"] = 9.0
+    lines[i] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=rf"archive.jsonl:{i + 1}: .*its program fails when run again"):
+        _search(run, 2, resume=True, timed=True)
 
 
 def _first(x):
