@@ -46,8 +46,9 @@ from typing import Any
 from discoverygym.io import atomic_write_json
 from discoverygym.policy import Outcome, Sample
 
-__all__ = ["CATEGORIES", "OUTCOMES_FILE", "OUTCOME_TAG", "SAMPLES_FILE", "UNSCORED", "OutcomeLog", "classify",
-           "classify_error", "rewind_counts"]
+__all__ = ["CATEGORIES", "FAILURE_TIERS", "FAILURE_TIER_STEP", "NO_CODE_ERROR", "OUTCOMES_FILE", "OUTCOME_TAG",
+           "SAMPLES_FILE", "UNREAD_PREFIX", "UNSCORED", "OutcomeLog", "classify", "classify_error", "count_outcomes",
+           "failure_tier_reward", "format_counts", "rewind_counts", "unread_reason"]
 
 OUTCOMES_FILE = "outcomes.json"
 SAMPLES_FILE = "samples.jsonl"
@@ -57,6 +58,22 @@ OUTCOME_TAG = "outcome/"
 UNSCORED = "unscored"
 #: every key of ``outcomes.json``'s counts, in table order: each :class:`Outcome`, then :data:`UNSCORED`
 CATEGORIES = (*(o.value for o in Outcome), UNSCORED)
+
+#: the judge's error for a response that held no program (``"no code in the response: <parser's reason>"``;
+#: :meth:`discoverygym.envs.core.CandidateEnv.evaluate` gives it without running anything).
+NO_CODE_ERROR = "no code in the response"
+#: the words after the comment sign of the stub program that stands for a response without a program
+#: (:func:`~discoverygym.agents.prompts.failed_program`; read back by :func:`unread_reason`).
+UNREAD_PREFIX = "no program could be read from the response: "
+
+#: the failure ladder (issue 49, ours): how many :data:`FAILURE_TIER_STEP` s below the env's failure
+#: reward each failed outcome's reward sits with ``TrainConfig.failure_tiers``: truncated < no code <
+#: syntax error < wrong entry point < runtime error = timeout < invalid (the failure reward itself).
+FAILURE_TIERS: dict[Outcome, int] = {Outcome.TRUNCATED: 5, Outcome.NO_CODE: 4, Outcome.SYNTAX_ERROR: 3,
+                                     Outcome.WRONG_ENTRY: 2, Outcome.RUNTIME_ERROR: 1, Outcome.TIMEOUT: 1,
+                                     Outcome.INVALID: 0}
+#: reward units between two rungs of :data:`FAILURE_TIERS`.
+FAILURE_TIER_STEP = 0.1
 
 _SYNTAX = ("syntax error", "could not be compiled", "compile error", "compilation error", "failed to compile")
 _ENTRY = ("the program must define a function",)
@@ -68,6 +85,8 @@ def classify_error(error: str | None) -> Outcome:
     if not error:
         return Outcome.VALID
     text = str(error).lower()
+    if text.startswith(NO_CODE_ERROR):  # the parser's reason follows; it may quote any other message
+        return Outcome.TRUNCATED if "truncat" in text else Outcome.NO_CODE
     if "timed out" in text or "time limit" in text:
         return Outcome.TIMEOUT
     if any(key in text for key in _SYNTAX):
@@ -78,6 +97,67 @@ def classify_error(error: str | None) -> Outcome:
     if any(key in text for key in _RUNTIME) or text.startswith("program failed") or " failed: " in text[:80]:
         return Outcome.RUNTIME_ERROR
     return Outcome.INVALID
+
+
+def unread_reason(program: Any) -> str | None:
+    """The parser's reason when ``program`` is the stub of a response without a program, else ``None``.
+
+    The stub (:func:`~discoverygym.agents.prompts.failed_program`) is one comment line,
+    ``# no program could be read from the response: <reason>`` (``//`` for C++). The envs judge it as
+    :data:`NO_CODE_ERROR` without running it, so the reason a user reads is the parser's, not the
+    missing entry function of an empty program.
+    """
+    if not isinstance(program, str):
+        return None
+    text = program.strip()
+    if "\n" in text:
+        return None
+    for comment in ("#", "//"):
+        head = f"{comment} {UNREAD_PREFIX}"
+        if text.startswith(head):
+            return text[len(head):]
+    return None
+
+
+def failure_tier_reward(reward: float, outcome: Outcome | None, step: float = FAILURE_TIER_STEP) -> float:
+    """A failed rollout's reward on the failure ladder (``TrainConfig.failure_tiers``, issue 49; ours).
+
+    Args:
+        reward: the judged reward (for a failure, the env's ``failure_reward``, which is strictly below
+            every valid reward).
+        outcome: the rollout's :class:`Outcome` (:func:`classify`); ``None`` (unscored) and
+            :attr:`Outcome.VALID` leave ``reward`` unchanged.
+        step: reward units per rung (> 0).
+
+    Returns:
+        ``reward - step * FAILURE_TIERS[outcome]`` (float): truncated < no code < syntax error < wrong
+        entry point < runtime error = timeout < invalid = ``reward``; every rung is <= ``reward``, so
+        all stay below every valid reward.
+
+    Example:
+        >>> failure_tier_reward(-1.0, Outcome.NO_CODE)
+        -1.4
+    """
+    if outcome is None or outcome is Outcome.VALID:
+        return float(reward)
+    return float(reward) - float(step) * FAILURE_TIERS.get(outcome, 0)
+
+
+def count_outcomes(outcomes: Any) -> dict[str, int]:
+    """``{category: count}`` of an iterable of :class:`Outcome` (``None`` counts as :data:`UNSCORED`),
+    nonzero categories only, in :data:`CATEGORIES` order."""
+    counts = dict.fromkeys(CATEGORIES, 0)
+    for outcome in outcomes:
+        counts[UNSCORED if outcome is None else Outcome(outcome).value] += 1
+    return {k: v for k, v in counts.items() if v}
+
+
+def format_counts(counts: Mapping[str, int]) -> str:
+    """One console line of outcome counts: ``"valid 1, truncated 6, no_code 1 (8)"``: the nonzero
+    categories in :data:`CATEGORIES` order, then the total in brackets (``"none (0)"`` when empty)."""
+    items = [(k, int(counts.get(k, 0))) for k in CATEGORIES if int(counts.get(k, 0) or 0)]
+    total = sum(v for _, v in items)
+    return (", ".join(f"{k} {v}" for k, v in items) or "none") + f" ({total})"
 
 
 def _judged_fields(judged: Any) -> tuple[bool, str | None, bool]:

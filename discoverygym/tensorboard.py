@@ -56,11 +56,33 @@ __all__ = [
     "SCORE_GAP",
     "SCORE_RECORD",
     "VALID_FRACTION",
+    "LLM_ONLY_TAGS",
     "RunWriter",
+    "for_policy",
     "read_scalars",
     "read_tags",
     "titled",
 ]
+
+#: tags that mean something only for an LLM policy's run (what became of each response, edit-format
+#: failures, generation speed): left out of a numeric run's event files (issue 50)
+LLM_ONLY_TAGS = ("outcome/", "edit/", "perf/tokens_per_s")
+
+
+def for_policy(values: Mapping[str, Any], llm: bool) -> dict[str, Any]:
+    """``values`` without the :data:`LLM_ONLY_TAGS` when the run's policy is not an LLM (``llm=False``).
+
+    Args:
+        values: ``{tag: value}`` about to be written.
+        llm: whether the run's policy generates text (an LLM spec; ``--action-mode code``).
+
+    Returns:
+        A new dict; ``values`` itself is not changed (``metrics.jsonl`` keeps every key).
+    """
+    if llm:
+        return dict(values)
+    return {t: v for t, v in values.items() if not t.startswith(LLM_ONLY_TAGS)}
+
 
 SCORE_BEST = "score/best"
 SCORE_RECORD = "score/record"

@@ -169,9 +169,8 @@ class TrainConfig:
 
     ``policy`` is a registered policy name (``gaussian``, ``operators``: constructions) or an LLM spec
     (``hf:PATH_OR_ID``, ``openai:URL``, ``vllm:MODEL``, ``tinker:MODEL``: programs, code mode).
-    ``policy``, ``groups``/``group_size``, ``lr``, ``steps`` and ``update_on_constant`` default per
-    env and learner (:func:`default_policy`, :data:`DEFAULT_GROUPS`, :data:`DEFAULT_LR`; a KL-only step
-    on all-constant groups for LLMs, none for numeric policies), resolved at construction so that
+    ``policy``, ``groups``/``group_size``, ``lr`` and ``steps`` default per env and learner
+    (:func:`default_policy`, :data:`DEFAULT_GROUPS`, :data:`DEFAULT_LR`), resolved at construction so that
     ``config.json`` records the values used and ``TrainConfig(env_id=E)`` is what
     ``discoverygym train E`` runs. The LLM knobs are in :attr:`llm` (:class:`LLMConfig`); the
     constructor also takes them flat (``max_new_tokens=256``).
@@ -222,9 +221,15 @@ class TrainConfig:
     init: str | None = None  # the --init construction file (recorded; the construction is passed in)
     name: str = "full"  # ablation / config name (for tables and logs)
     torch_threads: int | None = 1  # ours: small policies run ~25x faster single-threaded (None = leave)
-    # when every group is dropped (all rewards equal, e.g. all failures), still take a KL-only step
-    # (A = 0): the adapter is pulled toward the base model. None: True for LLMs, False for numeric.
+    # when no rollout has a non-zero advantage (every group's rewards equal, e.g. all failures), still
+    # take a KL-only step (A = 0). Off (None = False) for every learner: on an adapter still equal to the
+    # base the step's gradient is sampler-vs-learner rounding noise, which Adam normalises into a
+    # full-size step away from the base (issue 49); off, such a step changes no parameter at all.
     update_on_constant: bool | None = None
+    # ours (issue 49), opt-in: graded failure rewards by outcome (outcomes.failure_tier_reward): truncated <
+    # no code < syntax error < wrong entry < runtime error / timeout < invalid, all below every valid reward,
+    # so a group of failures still ranks its rollouts. Off: every failure gets the env's failure reward.
+    failure_tiers: bool = False
     # actions judged at once (threads; each sandbox is its own process). 0 = auto: all CPUs when the
     # env's evaluations are thread-safe programs (env.unwrapped.thread_safe_evaluate, code), else 1.
     eval_workers: int = 0
@@ -251,7 +256,7 @@ class TrainConfig:
         if self.lr is None:
             self.lr = DEFAULT_LR.get(self.policy, DEFAULT_LR[family])
         if self.update_on_constant is None:
-            self.update_on_constant = family == "llm"
+            self.update_on_constant = False
         # 2. refusals
         if family == "llm":
             split_spec(self.policy)
@@ -316,6 +321,8 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "best-of-n": {"train": False, "reuse": "none"},
     # ours, not a paper ablation: TTT-Discover with each rollout credited by its gain per second (progress_rate)
     "progress-rate": {"credit": "progress-rate"},
+    # ours (issue 49): TTT-Discover with graded failure rewards (outcomes.failure_tier_reward)
+    "failure-tiers": {"failure_tiers": True},
 }
 
 #: what each named config is, relative to ``full`` (``discoverygym compare --help``, the verdicts).
@@ -332,10 +339,12 @@ ABLATION_DOCS: dict[str, str] = {
                 "expected-reward and no-reuse change one each",
     "best-of-n": "TWO things: training off and reuse none",
     "progress-rate": "credit only (ours): each rollout's gain over its start per second",
+    "failure-tiers": "failure rewards only (ours): graded by outcome, truncated < no code < syntax < runtime < "
+                     "invalid, all below every valid reward",
 }
 
 #: the settings a ``--configs`` override may change (``objective=expected-reward``), with value aliases
-OVERRIDE_KEYS = ("objective", "reuse", "train", "loss", "credit")
+OVERRIDE_KEYS = ("objective", "reuse", "train", "loss", "credit", "failure_tiers")
 _VALUE_ALIASES = {"objective": {"expected-reward": "mean-baseline", "entropic": "entropic-adaptive"},
                   "reuse": {"no-reuse": "none"}}
 _BOOLEANS = {"true": True, "on": True, "yes": True, "1": True, "false": False, "off": False, "no": False, "0": False}
@@ -354,7 +363,7 @@ def config_overrides(spec: str) -> dict[str, Any]:
     :data:`OVERRIDE_KEYS` (``objective=expected-reward``, ``full+reuse=none``,
     ``objective=grpo+train=false``). Values: a registered objective / loss name (aliases
     ``expected-reward`` = ``mean-baseline``, ``entropic`` = ``entropic-adaptive``), a reuse rule
-    (``puct``, ``epsilon``, ``none``...), ``true``/``false`` for ``train``, a credit.
+    (``puct``, ``epsilon``, ``none``...), ``true``/``false`` for ``train`` and ``failure_tiers``, a credit.
 
     Raises:
         ValueError: an unknown name or key, a malformed part, an unknown objective, loss or credit.
@@ -373,10 +382,10 @@ def config_overrides(spec: str) -> dict[str, Any]:
         if not eq or not value or key not in OVERRIDE_KEYS:
             raise ValueError(f"config {spec!r}: {part!r} is not KEY=VALUE with KEY one of {', '.join(OVERRIDE_KEYS)}")
         value = _VALUE_ALIASES.get(key, {}).get(value, value)
-        if key == "train":
+        if key in ("train", "failure_tiers"):
             if value.lower() not in _BOOLEANS:
-                raise ValueError(f"config {spec!r}: train takes true or false, got {value!r}")
-            out["train"] = _BOOLEANS[value.lower()]
+                raise ValueError(f"config {spec!r}: {key} takes true or false, got {value!r}")
+            out[key] = _BOOLEANS[value.lower()]
             continue
         if key == "objective":
             from discoverygym.agents.objectives import OBJECTIVES

@@ -584,11 +584,15 @@ def failed_program(reason: str, language: str = "python") -> str:
     """A program text that records why parsing failed (it fails the contract when evaluated).
 
     Used as the action of a sample whose response could not be parsed, so that every sample goes
-    through the same evaluation path and gets the env's failure reward.
+    through the same evaluation path and gets the env's failure reward. The envs recognise it
+    (:func:`~discoverygym.outcomes.unread_reason`) and judge it as ``"no code in the response: <reason>"``
+    without running it.
     """
+    from discoverygym.outcomes import UNREAD_PREFIX
+
     comment = "//" if language == "cpp" else "#"
     flat = " ".join(str(reason).split())[:500]
-    return f"{comment} no program could be read from the response: {flat}\n"
+    return f"{comment} {UNREAD_PREFIX}{flat}\n"
 
 
 def needs_forcing(text: str, ended: bool) -> bool:

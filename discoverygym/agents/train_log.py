@@ -40,9 +40,10 @@ class TrainLog:
         direction: ``"max"`` or ``"min"`` (:class:`~discoverygym.types.Direction`), for ``score/gap``.
     """
 
-    def __init__(self, run_dir: Path, record: float | None = None, direction: str = "max") -> None:
+    def __init__(self, run_dir: Path, record: float | None = None, direction: str = "max", llm: bool = True) -> None:
         self.run_dir = Path(run_dir)
         self.record, self.direction = record, direction
+        self.llm = llm  # False: the LLM-only TensorBoard tags are left out (discoverygym.tensorboard.for_policy)
         self._writer: Any = None  # the TensorBoard writer, opened at the first step this process logs
         self._archive_saved = -math.inf  # time.monotonic() of the last archive.json written
 
@@ -56,7 +57,7 @@ class TrainLog:
         Raises:
             ImportError: tensorboardX is not installed.
         """
-        from discoverygym.tensorboard import BETA, COST_EVALUATIONS, RunWriter
+        from discoverygym.tensorboard import BETA, COST_EVALUATIONS, RunWriter, for_policy
 
         step = metrics["step"]
         if self._writer is None:
@@ -69,8 +70,9 @@ class TrainLog:
                                      purge_step=step if step > 1 else None,
                                      filename_suffix=f".step{step:09d}.{os.getpid()}")
         writer = self._writer
-        writer.scalars({tag: value for tag, value in metrics.items() if tag not in ("step", "errors")
-                        and not tag.startswith("beta/group_") and isinstance(value, (int, float))}, step)
+        writer.scalars(for_policy({tag: value for tag, value in metrics.items() if tag not in ("step", "errors")
+                                   and not tag.startswith("beta/group_") and isinstance(value, (int, float))},
+                                  self.llm), step)
         writer.scalar(COST_EVALUATIONS, evaluations, step)
         writer.histogram(BETA, [v for t, v in metrics.items() if t.startswith("beta/group_")], step)
         if image is not None:

@@ -21,9 +21,11 @@ Read :meth:`Trainer.train_step` top to bottom (CleanRL style):
    :class:`~discoverygym.agents.batch.TrainBatch`; a learner with its own ``update(batch)``, e.g.
    CEM, replaces all of this): ``learner.train_step(kept samples, advantages, kl_coef=λ)``: the loss of
    :mod:`~discoverygym.agents.losses` (token-level KL shaping ``A_t += λ (avg − Δ_t)`` against the
-   frozen reference, then ``−Σ_t exp(log π_θ − log π_sampler) · A_t``) and one Adam step. When every
-   group is dropped, ``update_on_constant`` takes a KL-only step (A = 0). A separate sampler then
-   loads the learner's new adapter.
+   frozen reference, then ``−Σ_t exp(log π_θ − log π_sampler) · A_t``) and one Adam step. When no
+   rollout has a non-zero advantage (every group's rewards equal), no step is taken and no parameter
+   changes (``update_on_constant`` opts into a KL-only step instead). A separate sampler then
+   loads the learner's new adapter. With ``failure_tiers`` (ours) a failed rollout's reward is
+   graded by its outcome (:func:`~discoverygym.outcomes.failure_tier_reward`) before step 4.
 6. **Log + checkpoint**: TensorBoard scalars (+ the best construction's image every ``image_every``
    steps; ``outcome/<category>``), ``metrics.jsonl``, ``samples.jsonl`` + ``outcomes.json`` (every LLM
    response and its :class:`~discoverygym.policy.Outcome`; :class:`~discoverygym.outcomes.OutcomeLog`),
@@ -32,7 +34,7 @@ Read :meth:`Trainer.train_step` top to bottom (CleanRL style):
 
 The trainer never names a problem or a backend. Source: TTT-Discover (arXiv 2601.16175) §3 and
 App. A; docs/algorithms.md. Ablations (TTT-Discover's table of ablations) are data, :data:`ABLATIONS`: eight configs, one code
-path, for every learner (and one of ours, ``progress-rate``).
+path, for every learner (and two of ours, ``progress-rate`` and ``failure-tiers``).
 
 Around the loop, each in its module (TRL's ``grpo_config.py`` beside ``grpo_trainer.py``): config and
 per-env defaults (:mod:`~.config`), builders (:mod:`~.build`), checkpoints (:mod:`~.checkpoint`), the
@@ -85,6 +87,7 @@ from discoverygym.agents.policies.llm import LLMSample
 from discoverygym.agents.train_log import TrainLog
 from discoverygym.envs.operators.deadline import WithDeadline, step_reserve
 from discoverygym.io import atomic_write_json, available_cpus, limit_native_threads
+from discoverygym.outcomes import classify, count_outcomes, failure_tier_reward
 from discoverygym.policy import Sample, SamplingContext, edit_stats
 from discoverygym.search.executors import EvalTask, LocalEvaluator, evaluate_task
 from discoverygym.types import State
@@ -96,7 +99,8 @@ __all__ = ["ABLATIONS", "CREDITS", "DEFAULT_GROUPS", "METRICS", "MIN_ROLLOUT_S",
            "scored_advantages"]
 
 #: the metrics every step reports (``metrics.jsonl`` and TensorBoard; ``beta/group_<g>``,
-#: ``policy/<name>``, ``errors`` and, for operator policies, :func:`operator_costs`'s
+#: ``policy/<name>``, ``errors``, ``outcomes`` (the step's ``{category: count}``, nonzero
+#: :class:`~discoverygym.policy.Outcome` values) and, for operator policies, :func:`operator_costs`'s
 #: ``perf/rollout_s``, ``ops/time_share/<op>`` and ``ops/improved/<op>`` come on top). One schema for every learner.
 METRICS = ("step", "reward/max", "reward/mean", "reward/min", "score/best", "reward/best", "beta/mean", "kl",
            "loss", "grad_norm", "train_tokens", "groups_kept", "valid_fraction", "unscored_fraction", "repeat_fraction", "parsed_fraction",
@@ -210,8 +214,8 @@ class Trainer:
         #: ``time.perf_counter()`` at which operator jobs stop (inside :meth:`run` under a budget)
         self._ops_deadline: float | None = None
         #: TensorBoard, metrics.jsonl, states.jsonl, best.json, archive.json (``None``: no run directory)
-        self.files = (TrainLog(self.run_dir, record=self.problem.sota.get("value"), direction=self.problem.direction)
-                      if self.run_dir is not None else None)
+        self.files = (TrainLog(self.run_dir, record=self.problem.sota.get("value"), direction=self.problem.direction,
+                               llm=config.family == "llm") if self.run_dir is not None else None)
         if resume:
             self._load_checkpoint()
         elif self.run_dir is not None:
@@ -260,11 +264,15 @@ class Trainer:
         if self.files is not None:  # every judged child (the report draws evicted ones with their scores)
             self.files.states(children, self.step_index + 1)
         outcomes = self._outcome_log()
+        step_outcomes = []  # this step's Outcome of every rollout (the console's counts: metrics["outcomes"])
         for (g, k), child in zip(keys, children):
             sample = samples[g][k]
-            rewards[g, k] = child.reward
+            outcome = classify(sample, child)
+            step_outcomes.append(outcome)
+            # failure_tiers (ours, issue 49): a failed rollout's reward by how it failed, below every valid one
+            rewards[g, k] = failure_tier_reward(child.reward, outcome) if cfg.failure_tiers else child.reward
             if outcomes is not None:  # every response's text and category (samples.jsonl, outcomes.json)
-                outcomes.record(sample, child, step=self.step_index + 1, group=g, reward=float(child.reward))
+                outcomes.record(sample, child, step=self.step_index + 1, group=g, reward=float(rewards[g, k]))
             # unscored rollouts, and repeats of their start state when cfg.skip_repeats, carry no signal
             repeat = cfg.skip_repeats and is_repeat(child, starts[g])
             n_repeat += repeat
@@ -324,6 +332,7 @@ class Trainer:
             **ops,
             **(outcomes.scalars() if outcomes is not None else {}),  # outcome/<category>: counts so far
             "errors": errors,
+            "outcomes": count_outcomes(step_outcomes),  # this step's {category: count}, nonzero ones
         }
         return metrics
 

@@ -245,7 +245,8 @@ def _evaluate_command(args: argparse.Namespace, console: Console) -> int:
         table.add_row("reward", f"{state.reward:.16g}")
     else:
         table.add_row("error", state.error or "")
-    table.add_row("published best", f"{problem.sota['value']} ({problem.sota['source']})")
+    table.add_row("published best", f"{problem.sota['value']} ({problem.sota['source']})"
+                  + (f"; {metrics['proxy_note']}" if metrics.get("proxy") and metrics.get("proxy_note") else ""))
     for key in ("n", "method", "strict_valid", "rel_error_bound", "elapsed_s", "sandbox_s"):
         if key in metrics:
             table.add_row(key, str(metrics[key]))

@@ -15,6 +15,7 @@ interrupted (Ctrl-C; resumable with ``--resume``), 4 a chat usage limit was reac
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -41,6 +42,7 @@ from discoverygym.cli.common import (
 from discoverygym.envs.registry import PROGRAM_TASKS
 from discoverygym.errors import BackendUnavailable, UsageError
 from discoverygym.io import file_in_the_way
+from discoverygym.outcomes import OUTCOMES_FILE, format_counts
 from discoverygym.policy import LLM_SPECS, POLICIES, is_llm_spec
 from discoverygym.search.config import SearchConfig, check_env_id
 from discoverygym.search.evolution import EvolutionarySearch, SearchResult
@@ -391,14 +393,18 @@ class _Display:
                 TextColumn("{task.fields[rate]} evals/s"),
                 TextColumn("queue {task.fields[queue]}"),
                 TimeElapsedColumn(),
+                TextColumn("{task.fields[outcomes]}"),
                 console=console,
             )
-            self._task = self._progress.add_task("search", total=total, best="-", rate="0.0", queue=0)
+            self._task = self._progress.add_task("search", total=total, best="-", rate="0.0", queue=0,
+                                                 outcomes="")
             self._progress.start()
 
     def __call__(self, stats: dict) -> None:
         best = "-" if stats["best_score"] is None else f"{stats['best_score']:.10g}"
         queue_depth = stats["queue_depth"] + stats["in_flight"]
+        counts = stats.get("outcomes")  # what became of the samples so far (issue 49)
+        outcomes = f"outcomes: {format_counts(counts)}" if counts else ""
         if self._progress is not None:
             self._progress.update(
                 self._task,
@@ -406,6 +412,7 @@ class _Display:
                 best=best,
                 rate=f"{stats['evals_per_s']:.1f}",
                 queue=queue_depth,
+                outcomes=outcomes,
             )
             return
         now = time.monotonic()
@@ -413,7 +420,7 @@ class _Display:
             self._last = now
             print(
                 f"[search] {stats['done']}/{stats['total']} evaluations  best {best}  "
-                f"{stats['evals_per_s']:.1f} evals/s  queue {queue_depth}",
+                f"{stats['evals_per_s']:.1f} evals/s  queue {queue_depth}" + (f"  {outcomes}" if outcomes else ""),
                 flush=True,
             )
 
@@ -450,6 +457,15 @@ def _record_line(problem: Any, best: State | None, env_id: str | None = None) ->
     return text
 
 
+def _outcome_counts(run_dir: Any) -> dict[str, int]:
+    """The ``counts`` of a run directory's ``outcomes.json`` (every sample of the run), ``{}`` without one."""
+    try:
+        counts = json.loads((Path(run_dir) / OUTCOMES_FILE).read_text())["counts"]
+        return {str(k): int(v) for k, v in counts.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
 def _summary(console: Console, config: SearchConfig, result: SearchResult, problem: Any = None,
              usage: Any = None) -> None:
     """Print the end-of-run table, the best score, the record gap and (chat backends) tokens and cost."""
@@ -474,6 +490,9 @@ def _summary(console: Console, config: SearchConfig, result: SearchResult, probl
     )
     if problem is not None:
         console.print(_record_line(problem, best, config.env_id), highlight=False)
+    counts = _outcome_counts(result.run_dir)
+    if counts:
+        console.print(f"outcomes: {format_counts(counts)}", highlight=False, markup=False)
     if usage is not None:
         console.print(usage.line(), highlight=False, markup=False)
     cases = case_summary(best.metadata if best else None)

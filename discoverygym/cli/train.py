@@ -88,9 +88,9 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
                    + "; ".join(f"{k}: {v}" for k, v in _CONFIG_DOCS.items())
                    + ". Overrides of full, one setting each, joined by '+': objective=NAME (entropic-adaptive, "
                    "entropic-constant, expected-reward = mean-baseline, or a plugin's), reuse=puct|epsilon|none, "
-                   "train=true|false, loss=NAME, credit=reward|progress-rate; e.g. objective=expected-reward, "
-                   "naive-rl+reuse=puct. References (need --budget-s): reference (basin hopping + SLSQP / "
-                   "smoothed-max Adam restarts), cma-es")
+                   "train=true|false, loss=NAME, credit=reward|progress-rate, failure_tiers=true|false; e.g. "
+                   "objective=expected-reward, naive-rl+reuse=puct. References (need --budget-s): reference "
+                   "(basin hopping + SLSQP / smoothed-max Adam restarts), cma-es")
     c.add_argument("--seeds", type=int, default=3, help="seeds per config (default 3)")
     _common(c)
     c.add_argument("--run-dir", default=None,
@@ -125,6 +125,10 @@ def _common(p: argparse.ArgumentParser) -> None:
                    "(each rollout's gain over its start per second of its wall time: cheap moves that gain as "
                    "much per second count as much)")
     p.add_argument("--image-every", type=int, default=None, help="steps between TensorBoard images (default 5)")
+    p.add_argument("--failure-tiers", action="store_const", const=True, default=None,
+                   help="graded failure rewards by outcome (ours, off by default): truncated < no code < syntax "
+                   "error < wrong entry < runtime error = timeout < invalid (the env's failure reward), 0.1 apart, "
+                   "all below every valid reward; as a compare config: failure-tiers")
     p.add_argument("--plugin", action="append", default=[], metavar="FILE",
                    help="import this Python file first (repeatable): it registers objectives, losses or whole "
                    "configs by name (register_objective / register_adv_est / register_loss / register_config), "
@@ -178,6 +182,7 @@ _CONFIG_DOCS = {
     "naive-rl": "TWO things, objective (expected reward) and reuse (none)",
     "best-of-n": "TWO things, training off and reuse none",
     "progress-rate": "credit only (gain per second; ours)",
+    "failure-tiers": "failure rewards only (graded by outcome, all below every valid reward; ours)",
 }
 
 #: ``--credit`` values: :data:`discoverygym.agents.trainer.CREDITS` (not imported here: torch loads lazily)
@@ -189,7 +194,8 @@ _FIELDS = (("steps", "steps"), ("groups", "groups"), ("group_size", "group_size"
            ("policy", "policy"), ("max_new_tokens", "max_new_tokens"), ("temperature", "temperature"),
            ("lora_rank", "lora_rank"), ("thinking_budget", "thinking_budget"), ("micro_batch", "micro_batch"),
            ("llm_device", "device"), ("train_model", "train_model"), ("task_options", "env_kwargs"),
-           ("eval_workers", "eval_workers"), ("edit_format", "edit_format"), ("credit", "credit"))
+           ("eval_workers", "eval_workers"), ("edit_format", "edit_format"), ("credit", "credit"),
+           ("failure_tiers", "failure_tiers"))
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -387,6 +393,7 @@ def _run(args: argparse.Namespace, config: Any, initial: Any, console: Console) 
     from discoverygym.agents.config import UNLIMITED_STEPS
     from discoverygym.agents.policies.llm import ModelUnavailable
     from discoverygym.agents.trainer import Trainer
+    from discoverygym.outcomes import format_counts
 
     llm = config.family == "llm"
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -404,6 +411,12 @@ def _run(args: argparse.Namespace, config: Any, initial: Any, console: Console) 
             print(f"step {m['step']}{of_steps}  best {_fmt(m['score/best'])}  reward mean "
                   f"{m['reward/mean']:.6g}  valid {m['valid_fraction']:.2f}{extra}  {m['perf/step_time_s']:.2f} s",
                   flush=True)
+        if llm and not args.json:  # what became of this step's answers (issue 49)
+            line = f"step {m['step']}{of_steps} outcomes: {format_counts(m.get('outcomes') or {})}"
+            if plain:
+                print(line, flush=True)
+            else:
+                progress.console.print(line, highlight=False, markup=False)
 
     run_dir = Path(args.run_dir)
     try:
@@ -426,6 +439,21 @@ def _run(args: argparse.Namespace, config: Any, initial: Any, console: Console) 
     return trainer, result
 
 
+def _run_outcomes(run_dir: Path, history: list[dict]) -> str:
+    """The run's outcome counts as one line (:func:`~discoverygym.outcomes.format_counts`): its
+    ``outcomes.json`` (every step, resumed ones included), else the sum of this call's steps' ``outcomes``."""
+    from discoverygym.outcomes import OUTCOMES_FILE, format_counts
+
+    try:
+        counts = json.loads((run_dir / OUTCOMES_FILE).read_text())["counts"]
+    except (OSError, ValueError, KeyError, TypeError):
+        counts = {}
+        for m in history:
+            for key, n in (m.get("outcomes") or {}).items():
+                counts[key] = counts.get(key, 0) + int(n)
+    return format_counts(counts)
+
+
 def _print_summary(console: Console, summary: dict, problem: Any, config: Any, result: Any) -> None:
     """The end-of-run table (start, best, record, gap, time, run dir) and the per-case scores."""
     llm = config.family == "llm"
@@ -442,6 +470,7 @@ def _print_summary(console: Console, summary: dict, problem: Any, config: Any, r
                   + ("; the start already did (this run did not improve it)"
                      if summary["beats_record"] and not summary["improved"] else ""))
     table.add_row("vs start", "improved" if summary["improved"] else "no improvement (best = start)")
+    table.add_row("outcomes", _run_outcomes(Path(run_dir), result.history))
     table.add_row("time", f"{result.elapsed_s:.1f} s this call")
     table.add_row("run dir", f"{run_dir}  (tensorboard --logdir {run_dir}"
                   + ("; responses in samples.jsonl)" if llm else ")"))

@@ -181,7 +181,9 @@ class CandidateEnv(gym.Env[ObsType, ActType], ABC):
 
         Returns:
             The child :class:`State`: valid with ``score`` and ``reward``, or invalid with the
-            failure reward; ``code`` is the program in code mode; ``metadata`` holds the timings
+            failure reward (the stub program of a response without code, from
+            :func:`~discoverygym.agents.prompts.failed_program`, is not run: its ``error`` is
+            ``"no code in the response: <the parser's reason>"``); ``code`` is the program in code mode; ``metadata`` holds the timings
             (``elapsed_s``, ``sandbox_s``, seconds) and the verifier's metrics.
         """
         fields = {
@@ -191,6 +193,13 @@ class CandidateEnv(gym.Env[ObsType, ActType], ABC):
         }
         if seed is None and self.action_kind == "code":
             seed = self._new_seed()
+        if self.action_kind == "code":
+            from discoverygym.outcomes import NO_CODE_ERROR, unread_reason
+
+            reason = unread_reason(action)
+            if reason is not None:  # the stub of a response without a program: say so, run nothing
+                return State(None, None, self.failure_reward, False, code=action,
+                             error=f"{NO_CODE_ERROR}: {reason}", **fields)
         return self._judge(action, parent, 0 if seed is None else int(seed), fields)
 
     @abstractmethod

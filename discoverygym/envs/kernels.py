@@ -182,6 +182,9 @@ class KernelTask(ProgramTask):
         #: the CPU-timing proxy is given only when ``device="cpu"`` was chosen (not for ``None``
         #: resolved to the CPU on a machine without a GPU: that stays unscored).
         self.cpu_proxy = device == "cpu"
+        if self.cpu_proxy:  # what a CPU proxy measures: its own CPU-scale cases, labelled (issue 50)
+            self.quantity = (f"CPU-proxy geometric-mean runtime over {len(self.cpu_benchmarks)} CPU-scale timed "
+                             f"case{'s' if len(self.cpu_benchmarks) != 1 else ''} (μs; {CPU_PROXY_NOTE})")
         self.n_cases = None if n_cases is None else int(n_cases)
         self.check_timeout_s, self.time_timeout_s = float(check_timeout_s), float(time_timeout_s)
         self.timing = {
@@ -389,7 +392,8 @@ class KernelTask(ProgramTask):
             record=self.sota,
             timing=dict(timing or self.timing),
         )
-        if timing is not None:
+        if timing is not None:  # no GPU record beside a CPU proxy score (issue 50): it is not comparable
+            metrics.update(record=None, record_note=f"{self.gpu} record {self.sota['value']} μs: {CPU_PROXY_NOTE}")
             metrics.update(proxy="cpu", proxy_note=CPU_PROXY_NOTE, target_mismatch=None,
                            score_clock="judge (max of the reported mean and the judge's own time)")
         return metrics
@@ -479,7 +483,7 @@ class TriMulTask(KernelTask):
 
     ``data = (x, mask, weights, config)``, output (B, N, N, C) float32; see
     :mod:`discoverygym.rewards.kernels.trimul`. 18 correctness and 7 timed cases (GPU MODE
-    leaderboard 496); on CPU 5 + 2 smaller ones.
+    leaderboard 496); on CPU 5 + 2 smaller ones (the CPU proxy's quantity says 2).
     """
 
     name: ClassVar[str] = "trimul"

@@ -45,6 +45,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from discoverygym.agents.policies.edits import answer_prefix as auto_answer_prefix
 from discoverygym.agents.policies.llm import check_edit_format, context_messages, make_sample
 from discoverygym.io import available_cpus
 from discoverygym.policy import SamplingContext
@@ -81,15 +82,18 @@ def _chat_text(tokenizer: Any, messages: list[dict[str, str]]) -> str:
     return "".join(m["content"] + "\n" for m in messages)
 
 
-def answer_prefix_for(tokenizer: Any, language: str, edit_format: str = "full") -> str:
+def answer_prefix_for(tokenizer: Any, language: str, edit_format: str = "full", *, has_program: bool = True) -> str:
     """The text :class:`~discoverygym.agents.policies.hf.HFPolicy` (``answer_prefix="auto"``, no thinking
-    budget) starts an answer with: the opening fence ```` ```{language} ```` and a newline for the
-    ``full`` format when the tokenizer's chat template has no reasoning section (no ``think`` in it),
-    else ``""``."""
+    budget) starts an answer with (:func:`~discoverygym.agents.policies.edits.answer_prefix`): when the
+    tokenizer's chat template has no reasoning section (no ``think`` in it), the opening fence
+    ```` ```{language} ```` and a newline, or for a ``diff`` answer to a start state with a program
+    (``has_program``) the line ``<<<<<<< SEARCH``; else ``""``.
+
+    Raises:
+        ValueError: an unknown ``edit_format``.
+    """
     template = str(getattr(tokenizer, "chat_template", "") or "")
-    if edit_format != "full" or "think" in template.lower():
-        return ""
-    return f"```{language}\n"
+    return auto_answer_prefix(language, edit_format, has_program=has_program, reasoning="think" in template.lower())
 
 
 def prompt_dataset(env_id: str, n: int, *, action_mode: str = "code", seed: int = 0, tokenizer: Any = None,
@@ -148,8 +152,9 @@ def prompt_dataset(env_id: str, n: int, *, action_mode: str = "code", seed: int 
             prefix = ""
             if tokenizer is not None:
                 language = str(getattr(env.unwrapped.problem, "language", "python") or "python")
-                prefix = (answer_prefix_for(tokenizer, language, edit_format) if answer_prefix == "auto"
-                          else answer_prefix or "")
+                has_program = bool(info["state"].code)
+                prefix = (answer_prefix_for(tokenizer, language, edit_format, has_program=has_program)
+                          if answer_prefix == "auto" else answer_prefix or "")
                 prompt: Any = _chat_text(tokenizer, messages) + prefix
             else:
                 prompt = messages

@@ -170,7 +170,7 @@ class EvolutionarySearch:
         (The evaluator and pipeline arguments are kept in :attr:`pipeline_options`, a
         :class:`~discoverygym.search.pipeline.PipelineOptions`.)
         progress: called with a stats dict after events (``done``, ``total``, ``best_score``,
-            ``best_reward``, ``evals_per_s``, ``queue_depth``, ``in_flight``).
+            ``best_reward``, ``evals_per_s``, ``queue_depth``, ``in_flight``, ``outcomes``).
         tensorboard: write TensorBoard scalars into the run directory.
         problem: a :class:`Problem` to evaluate instead of ``get_problem(config.env_id)`` (e.g. a
             benchmark problem not in the registry; its functions must be picklable).
@@ -387,7 +387,7 @@ class EvolutionarySearch:
             done = self.meter.commits * self.config.K
             self._tb.add(
                 done,
-                {  # the schema of discoverygym.tensorboard (the same tags as train and post-train)
+                tbs.for_policy({  # the schema of discoverygym.tensorboard (the same tags as train and post-train)
                     tbs.SCORE_BEST: self.best.score if self.best else None,
                     tbs.REWARD_BEST: self.best.reward if self.best else None,
                     f"trajectory/{traj.index}/best_reward": traj.best.reward if traj.best else None,
@@ -398,7 +398,7 @@ class EvolutionarySearch:
                     **(batch.edit or {}),  # edit/parse_fail_rate, edit/apply_fail_rate, edit/fallback_rate
                     **self._usage_scalars(),
                     **self._outcomes.scalars(),  # outcome/<category>: counts so far
-                },
+                }, llm=self.config.action_mode == "code"),  # a numeric run: no LLM-only tags
             )
         if improved and not self.replay.active:
             self._write_best()
@@ -663,6 +663,8 @@ class EvolutionarySearch:
             "evals_per_s": self.meter.rate(),
             "queue_depth": self._queue_depth(),
             "in_flight": self._pipeline.in_flight if self._pipeline is not None else 0,
+            # what became of the samples so far: {Outcome value: count}, nonzero ones (issue 49)
+            "outcomes": {k: v for k, v in self._outcomes.counts.items() if v},
         }
 
     def _summaries(self) -> list[dict]:

@@ -70,7 +70,7 @@ def test_program_envs_resolve_alike(tmp_path, env_id):
     assert _cli_config(env_id, "--policy", policy, "--run-dir", str(tmp_path / "b")) == TrainConfig(env_id=env_id,
                                                                                                    policy=policy)
     cfg = TrainConfig(env_id=env_id, policy=policy)
-    assert (cfg.groups, cfg.group_size, cfg.lr, cfg.update_on_constant) == (8, 64, 4e-5, True)
+    assert (cfg.groups, cfg.group_size, cfg.lr, cfg.update_on_constant) == (8, 64, 4e-5, False)  # issue 49
 
 
 @pytest.mark.parametrize("env_id", INTEGER)

@@ -84,7 +84,8 @@ def test_polish_is_deterministic_and_never_worse():
 
 def test_eight_ablations_are_configs_of_one_trainer():
     assert set(ABLATIONS) == {"full", "constant-beta", "expected-reward", "no-training", "epsilon-greedy",
-                              "no-reuse", "naive-rl", "best-of-n", "progress-rate"}  # the eight, and one of ours
+                              "no-reuse", "naive-rl", "best-of-n", "progress-rate",
+                              "failure-tiers"}  # the eight, and two of ours
     for name in ABLATIONS:
         tr = Trainer(ablation_config(name, env_id="CirclePacking-26-v0", policy="gaussian", steps=2, groups=2,
                                      group_size=4))

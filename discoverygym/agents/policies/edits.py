@@ -58,6 +58,7 @@ from discoverygym.agents.prompts import ResponseError, code_blocks
 from discoverygym.policy import Outcome, edit_stats
 
 __all__ = [
+    "DIFF_PREFIX",
     "EDIT_FORMATS",
     "EVOLVE_END",
     "EVOLVE_START",
@@ -65,9 +66,11 @@ __all__ = [
     "DiffParseError",
     "EditError",
     "EditResult",
+    "answer_prefix",
     "apply_blocks",
     "apply_edit",
     "check_edit_format",
+    "diff_answer_complete",
     "edit_stats",
     "evolve_regions",
     "full_program",
@@ -83,6 +86,9 @@ EVOLVE_END = "EVOLVE-BLOCK-END"
 _SEARCH = re.compile(r"^[ \t]*<{5,9}[ \t]*SEARCH[ \t]*$")
 _DIVIDER = re.compile(r"^[ \t]*={5,9}[ \t]*$")
 _REPLACE = re.compile(r"^[ \t]*>{5,9}[ \t]*REPLACE[ \t]*$")
+
+#: the first line of a ``diff`` answer, given to a local model as its answer prefix (:func:`answer_prefix`).
+DIFF_PREFIX = "<<<<<<< SEARCH\n"
 
 
 class EditError(ValueError):
@@ -140,6 +146,56 @@ class EditResult:
     def error(self) -> str | None:
         """The failure reason (``parse_error`` or ``apply_error``), ``None`` on success."""
         return self.parse_error or self.apply_error
+
+
+# ---------------------------------------------------------------------------------------------- sampling
+def answer_prefix(language: str, edit_format: str = "full", *, has_program: bool = True,
+                  reasoning: bool = False) -> str:
+    """The text a local model's answer is made to start with (``answer_prefix="auto"``; issue 49).
+
+    A small model asked for code often writes prose instead; starting its answer with the format's
+    first line makes it write the format. ``full``, or ``diff`` for a parent without a program (whose
+    prompt asks for a whole program, :func:`~discoverygym.agents.prompts.build_prompt`): the opening
+    fence ```` ```{language} ```` and a newline. ``diff`` with a parent program: :data:`DIFF_PREFIX`,
+    the SEARCH line of the first block. ``""`` when the model reasons first (``reasoning``: a
+    thinking budget, or a chat template with a reasoning section), since its answer does not start
+    at once.
+
+    Args:
+        language: the problem's language (``"python"``, ``"cpp"``).
+        edit_format: ``"full"`` or ``"diff"``.
+        has_program: the parent has a program (``diff`` prompts ask for blocks only then).
+        reasoning: the model reasons before it answers.
+
+    Raises:
+        ValueError: an unknown ``edit_format``.
+    """
+    if reasoning:
+        return ""
+    if check_edit_format(edit_format) == "diff" and has_program:
+        return DIFF_PREFIX
+    return f"```{language}\n"
+
+
+def diff_answer_complete(text: str, language: str | None = None) -> bool:
+    """Whether a ``diff`` answer being generated can stop here (the stop rule of ``diff`` sampling).
+
+    True when the text's last line closes a SEARCH/REPLACE block (a ``>>>>>>> REPLACE`` line) and
+    every block so far is well formed, or when it reads as a finished full-program answer
+    (:func:`~discoverygym.agents.prompts.answer_complete`: the fallback). So a local model's answer
+    ends after its first complete block, before it can open another one that the token budget cuts
+    (an unclosed block makes the whole answer unreadable). Reasoning still open never stops.
+    """
+    from discoverygym.agents.prompts import ResponseError, answer_complete, strip_reasoning
+
+    body = str(text).replace("\r\n", "\n").replace("\r", "\n").rstrip()
+    last = body.rsplit("\n", 1)[-1]
+    if _REPLACE.match(last):
+        try:
+            return bool(parse_blocks(strip_reasoning(body)))
+        except (DiffParseError, ResponseError):
+            return False
+    return answer_complete(body, language)
 
 
 # ---------------------------------------------------------------------------------------------- parsing

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from discoverygym.agents.policies.edits import answer_prefix, diff_answer_complete
 from discoverygym.agents.policies.llm import (
     BackendUnavailable,
     LLMSample,
@@ -152,13 +153,18 @@ class HFPolicy:
         adapter: a saved adapter directory to start from.
         seed: seeds the LoRA initialisation.
         stop_at_answer: end a response as soon as its code block closes and it reads as a finished
-            answer (:func:`~discoverygym.agents.prompts.answer_complete`; ``full`` format only): the
-            rules ask for one block and nothing after it, so later text would never run.
+            answer (:func:`~discoverygym.agents.prompts.answer_complete`): the rules ask for one block
+            and nothing after it, so later text would never run. ``diff`` format: as soon as its first
+            SEARCH/REPLACE block closes, or a full program's block does
+            (:func:`~discoverygym.agents.policies.edits.diff_answer_complete`), so that a block the
+            token budget would cut never makes the answer unreadable.
         answer_prefix: text the answer is made to start with (appended to the prompt ids, not
-            sampled, not trained on; the sample's ``text`` includes it). ``"auto"`` (default): the
-            opening fence ```` ```python ```` (the problem's language) for the ``full`` format of a
-            model without a reasoning section and no ``thinking_budget``, so that a small model
-            writes code instead of prose; ``None`` or ``""``: none.
+            sampled, not trained on; the sample's ``text`` includes it). ``"auto"`` (default), for a
+            model without a reasoning section and no ``thinking_budget``: the opening fence
+            ```` ```python ```` (the problem's language), or in the ``diff`` format for a parent with a
+            program the block's first line ``<<<<<<< SEARCH``
+            (:func:`~discoverygym.agents.policies.edits.answer_prefix`), so that a small model writes
+            code instead of prose; ``None`` or ``""``: none.
 
     Attributes:
         model: the ``peft.PeftModel``; tokenizer: the tokenizer; name: ``"hf:<model>"``.
@@ -253,9 +259,10 @@ class HFPolicy:
             n: continuations (generated in chunks of ``batch_size``).
             max_new_tokens: token limit per continuation.
             generator: ``torch.Generator`` on the model's device.
-            stop: called with a row's token ids after it sampled a token holding a fence character
-                (`` ` `` or ``~``); ``True`` ends that row there (a stop condition such as "the answer's
-                code block just closed"). ``None``: only end-of-sequence ends a row.
+            stop: called with a row's token ids after it sampled a token of :meth:`_stop_token_ids`
+                (a fence character, `` ` `` or ``~``; in ``diff`` also an ``E``); ``True`` ends that
+                row there (a stop condition such as "the answer's code block just closed"). ``None``:
+                only end-of-sequence ends a row.
 
         Returns:
             ``n`` tuples ``(token ids, log-probs under softmax(logits / temperature), ended)``;
@@ -264,7 +271,7 @@ class HFPolicy:
         """
         torch, _, _ = _imports()
         eos = torch.tensor(sorted(self.eos_ids), device=self.device)
-        triggers = self._fence_token_ids() if stop is not None else frozenset()
+        triggers = self._stop_token_ids() if stop is not None else frozenset()
         out: list[tuple[list[int], list[float], bool]] = []
         for start in range(0, n, self.batch_size):
             rows = min(self.batch_size, n - start)
@@ -302,16 +309,17 @@ class HFPolicy:
             out.extend((toks[r], lps[r], ended[r]) for r in range(rows))
         return out
 
-    def _answer_prefix(self, language: str) -> str:
-        """The text the answer starts with (:attr:`answer_prefix`; ``"auto"``: the opening fence
-        ```` ```{language} ```` when the format is ``full``, there is no thinking budget and the chat
-        template has no reasoning section (no ``think`` in it); else nothing)."""
+    def _answer_prefix(self, language: str, ctx: Any = None) -> str:
+        """The text the answer to ``ctx`` starts with (:attr:`answer_prefix`; ``"auto"``:
+        :func:`~discoverygym.agents.policies.edits.answer_prefix`: the opening fence
+        ```` ```{language} ````, or ``<<<<<<< SEARCH`` for a ``diff`` answer to a parent with a program;
+        nothing with a thinking budget or a chat template with a reasoning section, ``think`` in it)."""
         if self.answer_prefix != "auto":
             return self.answer_prefix or ""
         template = str(getattr(self.tokenizer, "chat_template", "") or "")
-        if self.edit_format != "full" or self.thinking_budget is not None or "think" in template.lower():
-            return ""
-        return f"```{language}\n"
+        has_program = bool(getattr(getattr(ctx, "parent", None), "code", None)) if ctx is not None else True
+        return answer_prefix(language, self.edit_format, has_program=has_program,
+                             reasoning=self.thinking_budget is not None or "think" in template.lower())
 
     def room(self, prompt_tokens: int) -> int:
         """New tokens that fit after a prompt of ``prompt_tokens`` in the model's context
@@ -325,6 +333,16 @@ class HFPolicy:
             vocab = self.tokenizer.get_vocab()
             self._fence_ids = frozenset(i for piece, i in vocab.items() if "`" in piece or "~" in piece)
         return self._fence_ids
+
+    def _stop_token_ids(self) -> frozenset[int]:
+        """Ids after which the stop rule is checked: the fence tokens (:meth:`_fence_token_ids`), and in
+        the ``diff`` format also every token holding an ``E`` (a ``>>>>>>> REPLACE`` line ends in one)."""
+        if self.edit_format != "diff":
+            return self._fence_token_ids()
+        if getattr(self, "_diff_stop_ids", None) is None:
+            vocab = self.tokenizer.get_vocab()
+            self._diff_stop_ids = self._fence_token_ids() | frozenset(i for piece, i in vocab.items() if "E" in piece)
+        return self._diff_stop_ids
 
     @staticmethod
     def _cache_of(result: Any) -> tuple[str, Any]:
@@ -370,15 +388,17 @@ class HFPolicy:
             messages = context_messages(ctx, self.system, self.edit_format)
             prompt_ids = encode_chat(self.tokenizer, messages)
             language = getattr(ctx.problem, "language", "python") or "python"
-            prefix = self._answer_prefix(language)
+            prefix = self._answer_prefix(language, ctx)
             if prefix:  # the answer's first line is given: part of the prompt, not trained on
                 prompt_ids = prompt_ids + list(self.tokenizer(prefix, add_special_tokens=False)["input_ids"])
             phase1 = self.max_new_tokens if self.thinking_budget is None else self.thinking_budget
             phase1 = min(phase1, self.room(len(prompt_ids)))
             stop = None
-            if self.stop_at_answer and self.edit_format == "full":
-                def stop(ids: list[int], language: str = language, prefix: str = prefix) -> bool:
-                    return answer_complete(prefix + self.decode(ids), language)
+            if self.stop_at_answer:
+                done = diff_answer_complete if self.edit_format == "diff" else answer_complete
+
+                def stop(ids: list[int], language: str = language, prefix: str = prefix, done: Any = done) -> bool:
+                    return done(prefix + self.decode(ids), language)
             group = []
             for ids, lps, ended in self.generate_ids(prompt_ids, n, phase1, gen, stop=stop):
                 mask = [True] * len(ids)
