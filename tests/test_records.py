@@ -102,3 +102,13 @@ def test_list_names_our_constructions_as_the_table_does(capsys):
     assert "Together AI" in erdos and "beats TTT-Discover's 0.3808753; not a record" in erdos
     assert "value under our own variant" in listed["SumDifference-Large-v0"]["source"]
     assert "ours 1.45365735909 (record" in listed["ThirdAutocorrelation-v0"]["source"]
+
+
+@pytest.mark.parametrize("name", ["third_autocorrelation_slp2.json", "third_autocorrelation_slp.json"])
+def test_ac3_conventions_agree_on_our_constructions(name):
+    """C3′ uses max|f∗f| (AlphaEvolve), EinsteinArena |max f∗f|: equal when the peak of |f∗f| is positive."""
+    import numpy as np
+
+    f = np.asarray(json.loads((ROOT / "benchmarks/results/records" / name).read_text())["construction"], float)
+    c = np.convolve(f, f)
+    assert c.max() == np.abs(c).max() > 0
