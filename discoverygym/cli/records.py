@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from discoverygym.judgment import TOLERANCE_TEXT
-from discoverygym.records import AS_OF, RECORDS, as_rows
+from discoverygym.records import AS_OF, RECORDS, as_rows, verdict_of
 
 __all__ = ["add_parser", "run"]
 
@@ -68,6 +68,6 @@ def run(args: argparse.Namespace) -> int:
         if r.others:
             console.print("  also: " + "; ".join(f"{v} ({s})" for v, s in r.others), highlight=False)
         for o in e.ours:
-            console.print(f"  ours {o.value} ({o.date}): {o.label}\n    {o.file}\n    certificate {o.certificate}"
-                          f"\n    command: {o.command}", highlight=False)
+            console.print(f"  ours {o.value} ({o.date}): {o.label}\n    {verdict_of(e.env_id, o).text()}"
+                          f"\n    {o.file}\n    certificate {o.certificate}\n    command: {o.command}", highlight=False)
     return 0
