@@ -57,7 +57,6 @@ def test_a_forged_state_is_refused_by_the_verifier(tmp_path):
 
 
 def test_a_trace_better_than_the_verified_best_is_refused(tmp_path):
-    path, result = _result(tmp_path)
     path, _ = _result(tmp_path, trace=[[0.1, 1.0], [0.5, 0.30]])
     with pytest.raises(UsageError, match=r"trace reaches 0\.3, better than the verified best"):
         verified_result(path, ENV)
