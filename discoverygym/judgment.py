@@ -12,10 +12,11 @@ Where a record of :data:`discoverygym.records.RECORDS` is known only to its prin
 construction is not public), the record is the whole rounding interval (± half a unit of its last printed digit): a value beats it only when
 it beats every number that rounds to the printed one.
 
-A float64 score (a run's best state) is judged by certifying its construction first whenever the env
-has a certifier (:data:`discoverygym.rewards.certify.CERTIFIERS`; a fraction of a second at 30,000
-pieces, about 3 s for a 100,000-element set): the console's verdict is then the certificate's, the
-same that ``discoverygym certify`` prints for the file. A circle packing valid only within the 1e-12
+A run's best state (a float64 score) is judged by
+:func:`discoverygym.rewards.certify.state.judge_state`, which certifies its construction first
+whenever the env has a certifier (a fraction of a second at 30,000 pieces, about 3 s for a
+100,000-element set): the console's verdict is then the certificate's, the same that
+``discoverygym certify`` prints for the file. A circle packing valid only within the 1e-12
 containment/overlap tolerance is judged by its strictly valid lower bound (every radius shrunk by
 1e-12), as ``certify`` does. Without a certifier (kernels, AtCoder, ...) the float64 score is compared
 with the published float value, with the same tolerance.
@@ -31,7 +32,7 @@ from typing import Any
 
 from discoverygym.types import Direction
 
-__all__ = ["TOLERANCE", "TOLERANCE_TEXT", "Verdict", "judge", "judge_certificate", "judge_state"]
+__all__ = ["TOLERANCE", "TOLERANCE_TEXT", "Verdict", "judge", "judge_certificate", "verdict_of"]
 
 #: relative tie tolerance of the judgment: values closer than this to the record tie with it
 TOLERANCE = Fraction(1, 10**12)
@@ -137,19 +138,18 @@ def judge(env_id: str, direction: Any, low: Fraction, high: Fraction | None = No
     Returns:
         :class:`Verdict`; outcome ``"none"`` when there is no finite record.
     """
-    from discoverygym.rewards.certify.exact import fraction_text
-
     sense = Direction(direction)
     high = low if high is None else high
-    shown = shown or fraction_text(low, 20)
+    shown = shown or _digits(low, 20)
     rec = _record(env_id, sota)
     if rec is None:
         return Verdict("none", shown, "", "", note="no published record to compare with")
     r_lo, r_hi, r_shown, source, kind = rec
     tol = TOLERANCE * max(abs(r_lo), abs(r_hi))
     if r_lo != r_hi:
-        note = "; ".join(filter(None, [note, f"the record is known to its printed digits only, so it is read as "
-                                             f"[{float(r_lo):.12g}, {float(r_hi):.12g}]"]))
+        rounding = (f"the record is known to its printed digits only, so it is read as "
+                    f"[{float(r_lo):.12g}, {float(r_hi):.12g}]")
+        note = "; ".join(filter(None, [note, rounding]))
     if sense is Direction.MIN:
         outcome = "beats" if high < r_lo - tol else "short" if low > r_hi + tol else "ties"
     else:
@@ -186,57 +186,28 @@ def judge_certificate(cert: dict) -> Verdict:
     return judge(env_id, direction, low, high, shown=cert["value"], basis="exact", note=note)
 
 
-#: the largest construction (numbers) the console certifies before judging; larger ones are judged in float64
-MAX_AUTO_CERTIFY = 1_000_000
-
-
-def judge_state(env_id: str, problem: Any, state: Any) -> Verdict:
-    """The verdict on a run's best state (a :class:`~discoverygym.types.State` or its dict).
-
-    Certifies the state's construction when ``env_id`` has a certifier (module docstring), so the
-    verdict is the one ``discoverygym certify`` gives for the run's ``best.json``; otherwise compares
-    the float64 score with the published value.
-
-    Args:
-        env_id: the env; problem: its problem (``direction``, ``sota``); state: the best state or ``None``.
+def verdict_of(env_id: str, ours: Any) -> Verdict:
+    """The one judgment (:func:`judge`) of ``ours`` (a :class:`discoverygym.records.Ours`) against ``env_id``'s record,
+    from its stored digits: ``ours.value`` is a truncation of the certified value, so the value lies in
+    ``[value, value + one unit of its last digit]`` and is judged as that interval.
 
     Returns:
-        :class:`Verdict` (outcome ``"none"`` for no valid state, no finite record or a CPU-proxy score).
+        :class:`~discoverygym.judgment.Verdict` (the same outcome ``certify`` gives for the file,
+        which ``tests/test_records.py`` checks).
     """
-    from discoverygym.rewards.certify import CERTIFIERS, certify
+    from discoverygym.records import RECORDS
 
-    get = state.get if isinstance(state, dict) else (lambda k, d=None: getattr(state, k, d))
-    if state is None or not get("valid") or get("score") is None:
-        return Verdict("none", "", "", "", note="no valid state to compare with the record")
-    metadata = get("metadata") or {}
-    if metadata.get("proxy"):
-        return Verdict("none", "", "", "", note=f"the best is a {str(metadata['proxy']).upper()} proxy score, "
-                                                "not comparable with the GPU record")
-    score = float(get("score"))
-    solution = get("solution")
-    if env_id in CERTIFIERS and solution is not None and _size(solution) <= MAX_AUTO_CERTIFY:
-        cert = certify(env_id, {"construction": _exact(solution)}, source="best state")
-        if cert["valid"]:
-            return judge_certificate(cert)
-        return Verdict("none", repr(score), "", "", note=f"its construction fails the exact check: {cert['error']}")
-    q = Fraction(score)
-    return judge(env_id, problem.direction, q, shown=f"{score:.12g}", sota=getattr(problem, "sota", None),
-                 basis="float64")
+    d = Decimal(ours.value)
+    low = Fraction(d)
+    return judge(env_id, RECORDS[env_id].direction, low, low + Fraction(Decimal(1).scaleb(d.as_tuple().exponent)),
+                 shown=ours.value)
 
 
-def _size(x: Any) -> int:
-    """How many numbers a nested list (or array) holds."""
-    if hasattr(x, "tolist") and hasattr(x, "size"):
-        return int(x.size)
-    return sum(_size(v) for v in x) if isinstance(x, (list, tuple)) else 1
+def _digits(q: Fraction, digits: int = 20) -> str:
+    """``q`` with ``digits`` significant digits, truncated toward zero (``…`` when inexact); the same text
+    as :func:`discoverygym.rewards.certify.exact.fraction_text`, kept here so this module needs nothing above it."""
+    import decimal
 
-
-def _exact(x: Any) -> Any:
-    """A construction with every float as the ``Decimal`` of its shortest repr (what ``best.json`` holds)."""
-    if isinstance(x, (list, tuple)):
-        return [_exact(v) for v in x]
-    if isinstance(x, float):
-        return Decimal(repr(x))
-    if hasattr(x, "tolist"):
-        return _exact(x.tolist())
-    return x
+    with decimal.localcontext(decimal.Context(prec=digits, rounding=decimal.ROUND_DOWN)):
+        d = Decimal(q.numerator) / Decimal(q.denominator)
+    return f"{d:f}" + ("" if Fraction(d) == q else "…")

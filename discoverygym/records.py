@@ -119,8 +119,8 @@ RECORDS: dict[str, Entry] = {e.env_id: e for e in (
           Record(0.3808703106, "Together AI", "2026-03", "600 pieces",
                  "yes, togethercomputer/EinsteinArena-new-SOTA erdos-minimum-overlap/solutions/together_ai_2026.py",
                  _C5,
-                 ((0.380868, "SimpleTES 2026-04, listed in Tao's table (problem 1b); no public construction computes "
-                             "to it: SimpleTES's released 4096-piece one computes to 0.380949"),
+                 ((0.380868, ("SimpleTES 2026-04, listed in Tao's table (problem 1b); no public construction "
+                              "computing to it was found: SimpleTES's released 4096-piece one computes to 0.380949")),
                   (0.3808753, "TTT-Discover 2026-01, 600 pieces (public)"), (0.380924, "AlphaEvolve v2"),
                   (0.380927, "Haugland 2016, best human")),
                  "0.380870310586219903338258036188"),
@@ -218,26 +218,6 @@ def ours_text(env_id: str) -> str:
     return f"; ours {ours.value} ({ours.label}, certified)" if ours else ""
 
 
-def verdict_of(env_id: str, ours: Ours):
-    """The one judgment (:func:`discoverygym.judgment.judge`) of ``ours`` against ``env_id``'s record,
-    from its stored digits: ``ours.value`` is a truncation of the certified value, so the value lies in
-    ``[value, value + one unit of its last digit]`` and is judged as that interval.
-
-    Returns:
-        :class:`~discoverygym.judgment.Verdict` (the same outcome ``certify`` gives for the file,
-        which ``tests/test_records.py`` checks).
-    """
-    from decimal import Decimal
-    from fractions import Fraction
-
-    from discoverygym.judgment import judge
-
-    d = Decimal(ours.value)
-    low = Fraction(d)
-    return judge(env_id, RECORDS[env_id].direction, low, low + Fraction(Decimal(1).scaleb(d.as_tuple().exponent)),
-                 shown=ours.value)
-
-
 def short_label(ours: Ours) -> str:
     """``ours.label`` up to its first ``;`` or parenthesis (``"beats TTT-Discover's 0.3808753"``)."""
     return ours.label.split(";")[0].split(" (")[0]
@@ -272,6 +252,6 @@ def as_rows() -> list[dict]:
             "size": r.size, "public": r.public, "convention": r.convention, "kind": r.kind,
             "public_best": None if r.public_best is None else {"value": r.public_best[0], "source": r.public_best[1]},
             "others": [{"value": v, "source": s} for v, s in r.others],
-            "ours": [{**vars(o), "verdict": verdict_of(e.env_id, o).text()} for o in e.ours], "as_of": AS_OF,
+            "ours": [vars(o) for o in e.ours], "as_of": AS_OF,
         })
     return rows

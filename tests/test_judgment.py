@@ -17,8 +17,9 @@ import pytest
 from discoverygym import records
 from discoverygym.cli import main
 from discoverygym.envs.registry import ENVS
-from discoverygym.judgment import judge, judge_certificate, judge_state
+from discoverygym.judgment import judge, judge_certificate
 from discoverygym.rewards.certify import certify
+from discoverygym.rewards.certify.state import judge_state
 from discoverygym.types import State
 
 CP = "CirclePacking-26-v0"

@@ -67,7 +67,7 @@ def test_each_construction_of_ours_certifies_and_its_flag_agrees_with_certify(en
     assert cert["valid"], cert["error"]
     assert cert["value"].startswith(ours.value)
     assert cert["beats_record"] == ours.beats_best_known  # the table's flag is certify's verdict
-    from discoverygym.records import verdict_of
+    from discoverygym.judgment import verdict_of
 
     assert verdict_of(env_id, ours).outcome == cert["verdict"]["outcome"]  # records judges as certify does
     assert ("record" in ours.label.split()[0]) == ours.beats_best_known  # called a record only then

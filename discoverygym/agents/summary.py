@@ -27,13 +27,13 @@ def train_summary(config: Any, result: Any, problem: Any, run_dir: Path) -> dict
         ``env_id``, ``config``, ``policy``, ``steps``, ``elapsed_s``, ``initial_score``, ``best_score``
         (``None`` when no valid state), ``record`` and ``record_source``, ``gap_to_record``
         (:meth:`Direction.gap <discoverygym.types.Direction.gap>`, ``None`` without a record or for a
-        proxy score), ``beats_record`` (a new record: :func:`discoverygym.judgment.judge_state`, the
+        proxy score), ``beats_record`` (a new record: :func:`discoverygym.rewards.certify.state.judge_state`, the
         judgment ``certify`` gives for ``best.json``; a run started from the record itself ties with it,
         and one started from a construction that already beats it says so), ``verdict`` (that judgment in words),
         ``proxy`` (the best state's ``metadata["proxy"]``: a CPU-timing proxy score of a kernel env,
         never compared with a GPU record), ``improved``, ``run_dir``, ``best_file``.
     """
-    from discoverygym.judgment import judge_state
+    from discoverygym.rewards.certify.state import judge_state
 
     record = problem.sota.get("value")
     has_record = isinstance(record, (int, float)) and math.isfinite(record)

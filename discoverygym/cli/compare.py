@@ -346,8 +346,8 @@ def _verdicts(rows: list[dict], direction: str, budget: float | None = None) -> 
 
 def _record_verdict(env_id: str, problem: Any, runs: list[dict]) -> str:
     """``record: <verdict>`` for the best run of the study (its ``best.json``), by the one judgment
-    (:func:`discoverygym.judgment.judge_state`: the verdict ``certify`` gives for that file)."""
-    from discoverygym.judgment import judge_state
+    (:func:`discoverygym.rewards.certify.state.judge_state`: the verdict ``certify`` gives for that file)."""
+    from discoverygym.rewards.certify.state import judge_state
 
     sense = Direction(problem.direction)
     scored = [r for r in runs if r["best_score"] is not None]

@@ -14,8 +14,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from discoverygym.judgment import TOLERANCE_TEXT
-from discoverygym.records import AS_OF, RECORDS, as_rows, verdict_of
+from discoverygym.judgment import TOLERANCE_TEXT, verdict_of
+from discoverygym.records import AS_OF, RECORDS, as_rows
 
 __all__ = ["add_parser", "run"]
 
@@ -38,7 +38,11 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``discoverygym records``; returns the exit code."""
     if args.json:
-        print(json.dumps(as_rows(), indent=1))
+        rows = as_rows()
+        for row in rows:  # each construction of ours with its verdict (the one judgment)
+            for o, data in zip(RECORDS[row["env_id"]].ours, row["ours"]):
+                data["verdict"] = verdict_of(row["env_id"], o).text()
+        print(json.dumps(rows, indent=1))
         return 0
     console = Console()
     table = Table(title=f"best known values (others; as of {AS_OF}) and discoverygym's constructions",

@@ -432,7 +432,7 @@ class _Display:
 def _record_line(problem: Any, best: State | None, env_id: str | None = None) -> str:
     """``published record V (source); gap to record ±G (higher/lower is better)`` for a search summary,
     and with ``env_id`` a second line, ``beats the record? yes/no: <verdict>``
-    (:func:`discoverygym.judgment.judge_state`, the verdict ``certify`` gives for ``best.json``).
+    (:func:`discoverygym.rewards.certify.state.judge_state`, the verdict ``certify`` gives for ``best.json``).
 
     The gap is ``best - record`` (:meth:`Direction.gap <discoverygym.types.Direction.gap>`, as ``train``
     reports it); it is left out when there is no valid
@@ -449,7 +449,7 @@ def _record_line(problem: Any, best: State | None, env_id: str | None = None) ->
         sense = Direction(getattr(problem, "direction", "max"))
         text += f"; gap to record {sense.gap(best.score, record):+.3e} ({sense.comparative} is better)"
     if env_id is not None:
-        from discoverygym.judgment import judge_state
+        from discoverygym.rewards.certify.state import judge_state
 
         verdict = judge_state(env_id, problem, best)
         if verdict.outcome != "none":  # the one judgment, as certify gives it for best.json

@@ -313,10 +313,10 @@ def _best_of(nodes: list[Node]) -> Node | None:
 
 def _record_verdict(best: dict, config: dict) -> str | None:
     """``"yes: …"`` / ``"no: …"``: whether the run's best state beats the record, by the one judgment
-    (:func:`discoverygym.judgment.judge_state`, the verdict ``certify`` gives for ``best.json``); ``None``
+    (:func:`discoverygym.rewards.certify.state.judge_state`, the verdict ``certify`` gives for ``best.json``); ``None``
     for an env outside the construction registry or when there is nothing to judge."""
     from discoverygym.envs.registry import ENVS
-    from discoverygym.judgment import judge_state
+    from discoverygym.rewards.certify.state import judge_state
 
     env_id = best.get("env_id") or config.get("env_id")
     problem = ENVS.get(env_id) if isinstance(env_id, str) else None
