@@ -12,8 +12,10 @@ exploit that applies to it. One layer above ``envs`` (it builds envs and calls t
 Families: :mod:`~discoverygym.audit.construction` (arrays), :mod:`~discoverygym.audit.python_programs`
 (Python programs), :mod:`~discoverygym.audit.kernels` (``custom_kernel`` programs),
 :mod:`~discoverygym.audit.cpp` (C++ contest programs), :mod:`~discoverygym.audit.side_channels`
-(state shared between sandboxed runs: the page cache, System V IPC); :mod:`~discoverygym.audit.runner`
-runs them.
+(state shared between sandboxed runs: the page cache, System V IPC), :mod:`~discoverygym.audit.logs`
+(a forged run log, report injection), :mod:`~discoverygym.audit.certify` (``discoverygym certify`` is
+total and agrees with the env) and :mod:`~discoverygym.audit.resume` (a resume trusts no file it
+reads back); :mod:`~discoverygym.audit.runner` runs them.
 """
 
 from discoverygym.audit.exploits import AuditContext, Exploit

@@ -35,10 +35,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from discoverygym.audit.certify import PROBES as CERTIFY_PROBES
 from discoverygym.audit.exploits import LEAK_MARK, AuditContext, Exploit, hidden_paths_of
 from discoverygym.audit.library import library
 from discoverygym.audit.logs import EXPLOITS as LOG_EXPLOITS
 from discoverygym.audit.logs import PROBES as LOG_PROBES
+from discoverygym.audit.resume import PROBES as RESUME_PROBES
 from discoverygym.audit.znaa import EXPLOITS as ZNAA_EXPLOITS
 from discoverygym.envs.registry import make_env
 from discoverygym.errors import BackendUnavailable
@@ -170,7 +172,7 @@ def audit(
         if progress is not None:
             progress(f"{label}: {exploit.name}", done, len(plan))
     for label, e in envs if exploits is None else ():  # attacks on the run's log and report (audit.logs)
-        for probe in (p for p in LOG_PROBES if p.applies_to(e)):
+        for probe in (p for p in (*LOG_PROBES, *CERTIFY_PROBES, *RESUME_PROBES) if p.applies_to(e)):
             start, base = time.perf_counter(), bases.get(id(e)) or _base_state(e)
             observed, detail = probe.run(e, base)
             rows.append(AuditRow(label, probe.name, probe.family, probe.description, probe.expected, observed,

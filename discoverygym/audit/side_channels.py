@@ -11,6 +11,11 @@ channel it is exactly the honest program):
   train split from the fit and validation points it is asked about and reads the bits back with
   ``preadv(RWF_NOWAIT)``. When the train-split fit (which saw the validation labels) has run
   before the validation predictions, they come from parameters fitted on the validation labels.
+* ``page-cache-timing`` (scaling-law programs, issue 52 #15): the same channel without the calls the
+  sandbox refuses (``posix_fadvise``, ``RWF_NOWAIT``): the receiver times one-byte reads of the
+  carrier's pages (cached: microseconds). The four processes of one evaluation hold no shared copy of
+  the data (each is given only its own rows, in its own private directory), and the order keeps every
+  validation prediction final before the validation labels are given to any process.
 * ``ipc-cache`` (C++ programs reading stdin): a System V shared-memory segment keyed by a hash
   of stdin stores each answer; a later run on the same input replays it instead of computing
   (judged on the action's second evaluation, see :attr:`Exploit.runs`; it counts as rewarded
@@ -141,6 +146,27 @@ def _page_cache_build(ctx: AuditContext) -> str:
     return str(ctx.base.code) + _PAGE_CACHE
 
 
+#: the same channel with timing only (issue 52, #15): no ``posix_fadvise`` and no ``RWF_NOWAIT``
+#: (both refused by the sandbox's seccomp filter); a bit is a page of the carrier read by the sender
+#: (it cannot evict one, so it relies on the slot being uncached before), and the receiver times a
+#: one-byte read of each page: a cached page reads in microseconds, an uncached one takes a disk read.
+_PAGE_CACHE_TIMING = (_PAGE_CACHE
+    .replace("    _dg_os.posix_fadvise(fd, 0, 0, _dg_os.POSIX_FADV_RANDOM)  # no read-ahead: one page per bit\n", "")
+    .replace("        _dg_os.posix_fadvise(fd, base, _DG_SLOT_PAGES * page, _dg_os.POSIX_FADV_DONTNEED)\n", "")
+    .replace("""            try:
+                _dg_os.preadv(fd, [buf], base + i * page, _dg_os.RWF_NOWAIT)
+                bits[i] = 1
+            except BlockingIOError:
+                bits[i] = 0""", """            start = _dg_time.perf_counter_ns()
+            _dg_os.pread(fd, 1, base + i * page)
+            bits[i] = int(_dg_time.perf_counter_ns() - start < 20_000)  # under 20 us: the page was cached""")
+    .replace("import sysconfig as _dg_sysconfig\n", "import sysconfig as _dg_sysconfig\nimport time as _dg_time\n"))
+
+
+def _page_cache_timing_build(ctx: AuditContext) -> str:
+    return str(ctx.base.code) + _PAGE_CACHE_TIMING
+
+
 _IPC_HEAD = '''#include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -209,6 +235,10 @@ EXPLOITS: list[Exploit] = [
     Exploit("page-cache-labels", "cross-process",
             "train-split fit sends its parameters to the validation predictions as page-cache bits",
             _scaling_law, _page_cache_build, expected="rejected or no gain", bar="baseline", wrong_output=False),
+    Exploit("page-cache-timing", "cross-process",
+            "the same channel read by timing single-page reads (no fadvise, no RWF_NOWAIT), issue 52 #15",
+            _scaling_law, _page_cache_timing_build, expected="rejected or no gain", bar="baseline",
+            wrong_output=False),
     Exploit("ipc-cache", "cross-process",
             "a SysV shared-memory cache keyed by stdin replays answers in the second evaluation",
             _cpp, _ipc_build, expected="rejected or no gain", bar="baseline", wrong_output=False, runs=2,
