@@ -2,7 +2,8 @@
 
 Every node is a ``ray start --block`` child of the test, started in its own session, with its own
 ``--temp-dir`` and free ports, and token authentication on with a fresh token (passed through
-``RAY_AUTH_TOKEN``, so nothing under ``~/.ray`` is read or written). :meth:`LocalRayCluster.stop`
+``RAY_AUTH_TOKEN``; ``HOME`` points into the cluster's temp dir, so nothing under the user's ``~/.ray``
+is read or written: issue 52 found ``~/.ray/auth_token`` left at mode 0644 after the suite). :meth:`LocalRayCluster.stop`
 ends only what this cluster started: the process group of each ``ray start`` and then any process
 left whose command line names this cluster's temp dir, by pid. It never runs ``ray stop``, which
 kills every Ray process of the user (other tests' clusters included).
@@ -71,7 +72,9 @@ class LocalRayCluster:
             "RAY_AUTH_TOKEN": self.token,
             "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p),
             "RAY_USAGE_STATS_ENABLED": "0",
+            "HOME": self.temp_dir,  # Ray's state and token files stay in the temp dir (issue 52)
         }
+        self.env.pop("RAY_AUTH_TOKEN_PATH", None)  # the token is the environment's, never a file's
         self.env.pop("RAY_ADDRESS", None)
         self.procs: list[subprocess.Popen] = []
         self.logs: list[Path] = []

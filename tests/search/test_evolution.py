@@ -207,8 +207,14 @@ def test_cli_killed_mid_run_resumes_to_the_uninterrupted_archive(tmp_path):
     check_invariants(killed, SearchConfig(ENV, selector="rpucg", C=3, L=120, K=4, seed=11))
 
 
-def test_ray_executor_runs_the_same_search(tmp_path):
+def test_ray_executor_runs_the_same_search(tmp_path, monkeypatch):
     ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'discoverygym[ray]')")
+    home = tmp_path / "home"  # Ray's state and any token file stay here, not in the user's ~/.ray (issue 52)
+    home.mkdir()
+    user_token = Path.home() / ".ray" / "auth_token"
+    before = user_token.stat().st_mtime_ns if user_token.exists() else None
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("RAY_AUTH_TOKEN_PATH", raising=False)
     _, inline = run(tmp_path, "inline", selector="rpucg", C=2, L=4, K=3, seed=4)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
@@ -219,6 +225,7 @@ def test_ray_executor_runs_the_same_search(tmp_path):
         ray.shutdown()
     assert result.evaluations == 24
     same_snapshot(inline, ray_dir)
+    assert (user_token.stat().st_mtime_ns if user_token.exists() else None) == before  # the user's ~/.ray untouched
 
 
 class _ProgramPolicy:
