@@ -19,7 +19,9 @@ claimed). A claim that is not a finite number is *unreadable*; every claim key p
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import subprocess
 from collections.abc import Callable
 from decimal import Decimal
@@ -140,6 +142,53 @@ def _claims(data: Any) -> list[tuple[str, Any, Decimal | None]]:
     return out
 
 
+def _float64_reading(value: Any) -> Any:
+    """``value`` with every decimal replaced by its float64 value (exactly, as a ``Decimal``): the
+    construction as the env's JSON reader gives it; ``None`` when no number changes."""
+    changed = False
+
+    def read(v: Any) -> Any:
+        nonlocal changed
+        if isinstance(v, list):
+            return [read(x) for x in v]
+        if isinstance(v, Decimal) and v.is_finite():
+            f = float(v)
+            if math.isfinite(f) and Decimal(f) != v:
+                changed = True
+                return Decimal(f)
+        return v
+
+    out = read(value)
+    return out if changed else None
+
+
+def _as_the_env_reads(certifier: Callable[[Any], Certified], construction: Any) -> Certified:
+    """``certifier(construction)``; when the exact decimals break a rule that their float64 values
+    (what the env reads) keep, the certificate of the float64 values, saying so.
+
+    A construction is valid for certify exactly when it is valid for the env (issue 52): a height of
+    ``-1e-400`` is negative as written but ``-0.0`` for the env, a rescaled height of
+    ``1 + 1e-30`` is above 1 as written but 1.0 for the env. The value is then exact for the
+    construction the env judges, and ``convention`` names the reading.
+
+    Raises:
+        InvalidSolution: invalid as written and as float64 (the message of the exact reading).
+    """
+    try:
+        return certifier(construction)
+    except InvalidSolution as exact_error:
+        floats = _float64_reading(construction)
+        if floats is None:
+            raise
+        try:
+            cert = certifier(floats)
+        except InvalidSolution:
+            raise exact_error from None
+        note = (f"read as float64, as the env reads it: as written the construction breaks a rule ({exact_error}) "
+                "that its float64 values keep; the value is exact for those float64 values")
+        return dataclasses.replace(cert, convention=f"{cert.convention}; {note}" if cert.convention else note)
+
+
 def _written(raw: Any) -> str:
     """A claim as the file wrote it, cut to 40 characters."""
     text = raw if isinstance(raw, str) else json.dumps(raw, default=str)
@@ -232,7 +281,7 @@ def certify(env_id: str, data: Any, source: str = "") -> dict:
     run_file = isinstance(data, dict) and isinstance(data.get("state"), dict)
     claims = [] if run_file else _claims(data)
     try:
-        cert = certifier(construction)
+        cert = _as_the_env_reads(certifier, construction)
     except InvalidSolution as exc:
         out["error"] = str(exc)
         judged = [{"key": key, "claimed": _written(raw), "verdict": "invalid construction"} for key, raw, _ in claims]
