@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from discoverygym.types import Direction
+
 #: the date of the survey of the public record behind every row ("as of")
 AS_OF = "2026-12"
 
@@ -90,11 +92,11 @@ class Ours:
 
 @dataclass(frozen=True)
 class Entry:
-    """One row of the table: the env, the direction (``"min"``/``"max"``, read with
-    :class:`~discoverygym.types.Direction`), the record and our constructions (best first)."""
+    """One row of the table: the env, its :class:`~discoverygym.types.Direction` (a ``str`` enum:
+    ``"min"``/``"max"``), the record and our constructions (best first)."""
 
     env_id: str
-    direction: str
+    direction: Direction
     record: Record
     ours: tuple[Ours, ...] = field(default_factory=tuple)
 
@@ -115,7 +117,7 @@ _SD_EARLIER = ((1.143975, "prior record per SimpleTES"), (1.125944, "Penman–We
 _RECORDS_DIR = "benchmarks/results/records/"
 
 RECORDS: dict[str, Entry] = {e.env_id: e for e in (
-    Entry("ErdosMinOverlap-v0", "min",
+    Entry("ErdosMinOverlap-v0", Direction.MIN,
           Record(0.3808703106, "Together AI", "2026-03", "600 pieces",
                  "yes, togethercomputer/EinsteinArena-new-SOTA erdos-minimum-overlap/solutions/together_ai_2026.py",
                  _C5,
@@ -133,7 +135,7 @@ RECORDS: dict[str, Entry] = {e.env_id: e for e in (
                 _RECORDS_DIR + "certificates/erdos_min_overlap_moonshot.cert.json",
                 "discoverygym train ErdosMinOverlap-v0 --init erdos_ttt_discover.json --budget-s 1800 "
                 "--run-dir runs/moon-erdos", "2026-12", "beats TTT-Discover's 0.3808753; not a record", False))),
-    Entry("FirstAutocorrelation-v0", "min",
+    Entry("FirstAutocorrelation-v0", Direction.MIN,
           Record(1.5028609, "EinsteinArena", "2026", "size not stated", "no", _C1,
                  ((1.50286286, "Together AI 2026-03, 30,000 pieces (public)"),
                   (1.5028629, "TTT-Discover 2026-01, 30,000 pieces (public)"), (1.50317, "AlphaEvolve v2, 1319 pieces"),
@@ -144,12 +146,12 @@ RECORDS: dict[str, Entry] = {e.env_id: e for e in (
                 "python benchmarks/ac1_lse.py ac1_ttt_discover.json --budget-s 420 --out runs/ac1lse", "2026-12",
                 "best public construction (below Together AI's 1.50286286); not a record (EinsteinArena's "
                 "unpublished 1.5028609 is 1.8e-6 lower)", False),)),
-    Entry("SecondAutocorrelation-v0", "max",
+    Entry("SecondAutocorrelation-v0", Direction.MAX,
           Record(0.96272, "EinsteinArena", "2026", "1.6 M points", "no", _C2,
                  ((0.96102, "AlphaEvolve v2, 50,000 pieces (public)"),
                   (0.95918, "TTT-Discover 2026-01, 50,000 pieces (public)"), (0.9015, "Boyer–Li, best human")),
                  public_best=("0.96102", "AlphaEvolve v2, 50,000 pieces"))),
-    Entry("ThirdAutocorrelation-v0", "min",
+    Entry("ThirdAutocorrelation-v0", Direction.MIN,
           Record(1.4536755, "SimpleTES", "2026-04", "400 pieces", "yes, wq-will/SimpleTES best_results", _C3,
                  ((1.45404, "EinsteinArena leader, about"), (1.454555, "Together AI 2026-03"),
                   (1.45485, "MLEvolve"), (1.4556427953745406, "AlphaEvolve v2")),
@@ -162,22 +164,22 @@ RECORDS: dict[str, Entry] = {e.env_id: e for e in (
                 _RECORDS_DIR + "certificates/third_autocorrelation_slp.cert.json",
                 "python benchmarks/ac3_slp.py ac3_simpletes.json --budget-s 720 --out runs/ac3slp", "2026-12",
                 "record (superseded by ours above)", True))),
-    Entry("CirclePacking-26-v0", "max",
+    Entry("CirclePacking-26-v0", Direction.MAX,
           Record(2.6359830853, "Numaro", "2026", "26 circles",
                  "reported on numaro.tech (coordinates not checked here)",
                  _CP + "; Numaro's value holds under a stricter feasibility tolerance",
                  ((2.6359830849, "AlphaEvolve v2 2025 (public)"), (2.635977, "TTT-Discover 2026-01 (public)"),
                   (2.634, "best human")),
                  public_best=("2.6359830849", "AlphaEvolve v2 2025"))),
-    Entry("CirclePacking-32-v0", "max",
+    Entry("CirclePacking-32-v0", Direction.MAX,
           Record(2.9395727712, "AlphaEvolve v2", "2025", "32 circles", "yes, google-deepmind/alphaevolve_results", _CP,
                  ((2.9395727712, "SimpleTES 2026-04 (public; valid only within the 1e-12 tolerance)"),
                   (2.936, "best human")), "2.93957277121014709")),
-    Entry("SumDifference-v0", "max",
+    Entry("SumDifference-v0", Direction.MAX,
           Record(1.1448869, "SimpleTES", "2026-04", "|A| = 506", "yes, wq-will/SimpleTES best_results",
                  _SD + ", 2 ≤ |A| ≤ 512 (SimpleTES's rules); without the cap: " + _LIN_LI,
                  _SD_EARLIER, "1.1448868597133133858")),
-    Entry("SumDifference-Large-v0", "max",
+    Entry("SumDifference-Large-v0", Direction.MAX,
           Record(1.1448869, "SimpleTES", "2026-04", "|A| = 506, under its 512 cap", "yes, wq-will/SimpleTES best_results",
                  _SD + ", any |A|: our own variant (SimpleTES's rules less the 512 cap), no published entry; the "
                  "value shown is SimpleTES's capped record, for reference; over all finite sets " + _LIN_LI,
@@ -187,7 +189,7 @@ RECORDS: dict[str, Entry] = {e.env_id: e for e in (
                 _RECORDS_DIR + "certificates/sum_difference_lattice.cert.json",
                 "python benchmarks/sum_difference_lattice.py --L 1000,10000,100000 --out runs/sdlattice", "2026-12",
                 "value under our own variant (|A| = 100,898; no published entry; not a record)", False),)),
-    Entry("Hadamard-29-v0", "max",
+    Entry("Hadamard-29-v0", Direction.MAX,
           Record(0.741985, "SimpleTES", "2026-04", "29 x 29", "yes, wq-will/SimpleTES best_results",
                  "|det H| / 29^(29/2), det exact", (), "0.74198541327436737194")),
 )}
@@ -247,7 +249,7 @@ def as_rows() -> list[dict]:
     for e in RECORDS.values():
         r = e.record
         rows.append({
-            "env_id": e.env_id, "better": "lower" if e.direction == "min" else "higher",
+            "env_id": e.env_id, "better": e.direction.comparative,
             "best_known": r.value, "exact": r.exact or repr(r.value), "source": r.source, "date": r.date,
             "size": r.size, "public": r.public, "convention": r.convention, "kind": r.kind,
             "public_best": None if r.public_best is None else {"value": r.public_best[0], "source": r.public_best[1]},

@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         r = e.record
         ours = "; ".join(f"[bold]{o.value}[/] ({o.label.split(' (')[0].split(';')[0]})" for o in e.ours[:1]) or "—"
         best = str(r.value) + (" (reference)" if r.kind == "reference" else "")
-        table.add_row(e.env_id, "lower" if e.direction == "min" else "higher", best, f"{r.source} {r.date}",
+        table.add_row(e.env_id, e.direction.comparative, best, f"{r.source} {r.date}",
                       *((r.size, r.public.split(",")[0]) if wide else ()), ours)
     console.print(table)
     console.print(f"Judged by discoverygym.judgment: exact values against each record's exact value (certified "
