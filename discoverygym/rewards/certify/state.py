@@ -41,14 +41,19 @@ def judge_state(env_id: str, problem: Any, state: Any) -> Verdict:
                                                 "not comparable with the GPU record")
     score = float(get("score"))
     solution = get("solution")
+    note = ""
     if env_id in CERTIFIERS and solution is not None and _size(solution) <= MAX_AUTO_CERTIFY:
-        cert = certify(env_id, {"construction": _exact(solution)}, source="best state")
-        if cert["valid"]:
-            return judge_certificate(cert)
-        return Verdict("none", repr(score), "", "", note=f"its construction fails the exact check: {cert['error']}")
+        try:
+            cert = certify(env_id, {"construction": _exact(solution)}, source="best state")
+        except ValueError as exc:  # beyond certify's cost limits (CertifyLimit): judged in float64, and said so
+            note = f"not certified ({exc}); run `discoverygym certify` on best.json"
+        else:
+            if cert["valid"]:
+                return judge_certificate(cert)
+            return Verdict("none", repr(score), "", "", note=f"its construction fails the exact check: {cert['error']}")
     q = Fraction(score)
     return judge(env_id, problem.direction, q, shown=f"{score:.12g}", sota=getattr(problem, "sota", None),
-                 basis="float64")
+                 basis="float64", note=note)
 
 
 def _size(x: Any) -> int:
