@@ -248,17 +248,27 @@ class ScalingLawTask(ProgramTask):
             f"{_camel(self.key)} scores programs only under bubblewrap ({why}): without it a program could read the "
             "test labels from the shipped data; install bubblewrap, or pass allow_unconfined=True to score anyway")
 
-    def _limits(self) -> Any:
+    def _limits(self, values: int | None = None) -> Any:
+        """The sandbox of one process; ``values`` bounds its result before the parent parses it (the
+        most a valid answer holds, issue 52 #10: every program env bounds its results), with 32 bytes
+        a value."""
         from discoverygym.sandbox.python import SandboxLimits
 
+        size = {} if values is None else {"result_values": values, "result_bytes": 32 * values + 65_536}
         return SandboxLimits(timeout_s=self.timeout_s, memory_mb=self.memory_mb, cpus=self.cpus,
-                             use_bwrap=self.use_bwrap, hidden_paths=self.hidden_paths(), minimal_fs=True)
+                             use_bwrap=self.use_bwrap, hidden_paths=self.hidden_paths(), minimal_fs=True, **size)
 
-    def _run(self, source: str, entry: str, kwargs: dict, what: str) -> tuple[list, float]:
+    def _run(self, source: str, entry: str, kwargs: dict, what: str, values: int | None = None) -> tuple[list, float]:
+        """One sandboxed process; its result may hold at most ``values`` JSON values (``None``: no cap).
+
+        Each process gets its own private directory holding its own ``kwargs.json`` with only the rows
+        it may see (:func:`~discoverygym.sandbox.python.run_program`): no file of the data is shared
+        between the four processes, so none holds rows a process may not read (issue 52, #15).
+        """
         from discoverygym.envs.scaling_laws.transport import WRAPPER
         from discoverygym.sandbox.python import run_program
 
-        result = run_program(source + "\n" + WRAPPER, entry, kwargs, self._limits())
+        result = run_program(source + "\n" + WRAPPER, entry, kwargs, self._limits(values))
         if not result.ok:
             raise InvalidSolution(f"{what} failed: {result.error}",
                                   metrics={"stdout": result.stdout[-2000:], "stderr": result.stderr[-2000:]})
@@ -268,7 +278,9 @@ class ScalingLawTask(ProgramTask):
 
     def _fit(self, source: str, groups: tuple[Group, ...], split: str) -> tuple[dict[str, list[float]], float]:
         payload = [{"X": g.X.tolist(), "y": (g.y[:, 0] if g.y.shape[1] == 1 else g.y).tolist()} for g in groups]
-        values, elapsed = self._run(source, "_discoverygym_sld_fit", {"groups": payload}, f"fit on the {split} split")
+        most = len(payload) * (2 * self.info.cap + 4) + 16  # at most the cap of parameters per group (a column too)
+        values, elapsed = self._run(source, "_discoverygym_sld_fit", {"groups": payload}, f"fit on the {split} split",
+                                    most)
         return {g.name: verifier.check_params(v, self.info.cap, g.name) for g, v in zip(groups, values)}, elapsed
 
     def evaluate(self, source: str, *, seed: int) -> Score:
@@ -368,7 +380,9 @@ class ScalingLawTask(ProgramTask):
             for g in groups:
                 jobs.append({"X": g.X.tolist(), "params": params[g.name]})
                 where.append((split, g))
-        values, elapsed = self._run(source, PREDICT_ENTRY, {"jobs": jobs}, f"scaling_law on the {name} points")
+        d = len(self.info.targets)  # a prediction per point: a number or a list of d (twice that: a
+        most = sum(len(job["X"]) * 2 * (d + 1) + 2 for job in jobs) + 16  # wrong shape is still named)
+        values, elapsed = self._run(source, PREDICT_ENTRY, {"jobs": jobs}, f"scaling_law on the {name} points", most)
         return values, where, elapsed
 
     def reward(self, score: float) -> float:
