@@ -299,6 +299,25 @@ def _fmt(v: float | None) -> str:
     return "—" if v is None else f"{v:.10g}"
 
 
+def _init_note(config: Any) -> str:
+    """With ``--init``: what to pass when the policy keeps no tight start valid (issue 50), else ``""``.
+
+    A numeric run uses the problem's operators when it declares them (they keep a tight record valid:
+    32 of 32 children valid from TTT-Discover's CP26 packing); ``--policy gaussian`` without
+    ``--polish`` on a problem with a local optimiser makes most children of a tight record invalid,
+    so the line says which flags change that.
+    """
+    from discoverygym.envs.registry import ENVS
+
+    problem = ENVS.get(config.env_id)
+    if config.family != "numeric" or config.policy != "gaussian" or config.policy_kwargs.get("polish"):
+        return ""
+    if getattr(problem, "polish", None) is not None:
+        return ("--init: the gaussian policy without a polish makes most children of a tight record invalid; "
+                "add --polish auto (the problem's local optimiser) or leave --policy out (its operators)")
+    return ""  # integer / ±1 problems: the gaussian policy is refused with what to use (_check_policy_fits)
+
+
 def train_config(args: argparse.Namespace) -> tuple[Any, Any]:
     """The configuration ``discoverygym train`` runs for parsed ``args``, and the ``--init`` construction.
 
@@ -356,6 +375,8 @@ def train_config(args: argparse.Namespace) -> tuple[Any, Any]:
             overrides["init"] = args.init
         config = _make_config(ablation_config, name, env_id=args.env_id, **overrides)
         initial = _load_init(args.init, config.env_id, config.env_kwargs)
+        if initial is not None and _init_note(config):
+            print(_init_note(config), file=sys.stderr)
     if config.family == "numeric":
         mismatch = policy_mismatch(config)
         if mismatch:

@@ -52,3 +52,14 @@ def test_children_of_the_published_packing_stay_valid(tmp_path, capsys):
     evals = [json.loads(line) for line in (run / "archive.jsonl").read_text().splitlines()]
     children = [e["state"] for e in evals if e.get("kind") == "eval"]
     assert len(children) == 4 and all(c["valid"] for c in children)
+
+
+def test_train_says_what_to_pass_for_a_bare_gaussian_start_from_a_record():
+    from discoverygym.agents.config import ablation_config
+    from discoverygym.cli.train import _init_note
+
+    assert _init_note(ablation_config("full", env_id="CirclePacking-26-v0")) == ""  # operators: kept valid
+    bare = _init_note(ablation_config("full", env_id="CirclePacking-26-v0", policy="gaussian"))
+    assert "--polish auto" in bare
+    polished = ablation_config("full", env_id="CirclePacking-26-v0", policy="gaussian", policy_kwargs={"polish": "auto"})
+    assert _init_note(polished) == ""
