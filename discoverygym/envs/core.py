@@ -287,10 +287,15 @@ class CandidateEnv(gym.Env[ObsType, ActType], ABC):
 
         Keys: ``score``, ``valid``, ``error``, ``state``, ``metrics`` (the state's metadata without
         the measurements in :data:`MEASUREMENTS`), ``sota`` (a NaN record, i.e. none published,
-        becomes ``None``), ``failure_reward``, ``unscored`` (the candidate could not be judged on
+        becomes ``None``; beside a CPU-proxy score it carries ``comparable: False`` and a ``note``),
+        ``failure_reward``, ``unscored`` (the candidate could not be judged on
         this machine; see :attr:`State.unscored <discoverygym.types.State.unscored>`) and
         ``unscored_reason`` (one line, ``None`` when scored).
         """
+        sota = {k: None if isinstance(v, float) and v != v else v  # noqa: PLR0124 - NaN test
+                for k, v in self.problem.sota.items()}
+        if state.metadata.get("proxy"):  # a CPU-proxy score is no peer of the GPU record (issue 50)
+            sota.update(comparable=False, note=state.metadata.get("proxy_note"))
         return {
             "unscored": state.unscored,
             "unscored_reason": state.metadata.get("unscored_reason") if state.unscored else None,
@@ -299,8 +304,7 @@ class CandidateEnv(gym.Env[ObsType, ActType], ABC):
             "error": state.error,
             "state": state,
             "metrics": {k: v for k, v in state.metadata.items() if k not in MEASUREMENTS},
-            "sota": {k: None if isinstance(v, float) and v != v else v  # noqa: PLR0124 - NaN test
-                     for k, v in self.problem.sota.items()},
+            "sota": sota,
             "failure_reward": self.failure_reward,
         }
 
