@@ -33,7 +33,7 @@ from discoverygym.casestats import case_summary
 from discoverygym.cli.common import (
     check_policy_fits,
     json_value,
-    load_construction,
+    load_init,
     one_line,
     resume_command,
     run_kind,
@@ -545,31 +545,17 @@ def _set_initial(args: argparse.Namespace, config: SearchConfig) -> None:
     """Put ``--init FILE``'s construction into ``config.initial`` after checking it with the env.
 
     Raises:
-        UsageError: not a regular file within the input limit, or unreadable
-            (:func:`~discoverygym.cli.common.load_construction`).
-        ValueError: ``--init`` with ``--resume`` (the run keeps its stored start), or an invalid
-            construction (the env's message).
+        UsageError: a program env, a file :func:`~discoverygym.cli.common.load_init` refuses, or an
+            invalid construction (the env's message).
+        ValueError: ``--init`` with ``--resume`` (the run keeps its stored start).
     """
     if args.init is None:
         return
     if args.resume:
         raise ValueError("--resume keeps the run's stored start; leave out --init")
-    if config.env_id in PROGRAM_TASKS:
-        raise ValueError(f"{config.env_id} takes programs only; --init starts a construction env from a "
-                         "construction (`discoverygym list`)")
-    config.initial = load_construction(Path(args.init))  # a regular file within the input limit only
     config.validate(check_policy=False)
-    import gymnasium as gym
-
-    import discoverygym  # noqa: F401  (registers the envs)
-
-    env = gym.make(config.env_id, **config.env_kwargs)
-    try:
-        judged = env.unwrapped.evaluate(config.initial)
-    finally:
-        env.close()
-    if not judged.valid:
-        raise ValueError(f"--init {args.init}: not a valid construction: {judged.error}")
+    # the one --init loader of train, compare and search (read, then judged by the env; UsageError)
+    config.initial = load_init(args.init, config.env_id, config.env_kwargs)
     note = _init_policy(args, config)
     if note:
         print(note, flush=True)
@@ -597,7 +583,6 @@ def _init_policy(args: argparse.Namespace, config: SearchConfig) -> str:
                 "plain random mutations of a record are mostly invalid). Pass --policy mutation for those.")
     return ("--init: policy mutation (this problem declares no local optimiser); if most children are invalid, "
             "take smaller steps with --policy-kwargs '{\"sigma\": 1e-4}'")
-
 
 
 def run(args: argparse.Namespace) -> int:
