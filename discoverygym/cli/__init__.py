@@ -172,7 +172,9 @@ def _list_table(rows: list[dict], width: int) -> Table:
     (``--json`` has the full values).
     """
     compact = width < 120
-    table = Table(title="discoverygym environments", box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD,
+    from discoverygym.records import AS_OF
+
+    table = Table(title=f"discoverygym environments (math records as of {AS_OF}: discoverygym records)", box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD,
                   pad_edge=not compact)
     table.add_column("env id", no_wrap=True, min_width=max(len(r["env_id"]) for r in rows))
     table.add_column("better", no_wrap=True)
