@@ -11,8 +11,8 @@ trusted), and writes ``{"env_id", "value", "construction", "command", "commit", 
 verified score differs from the run's by more than 1e-12.
 
 It then certifies the stored file in exact arithmetic (``discoverygym certify``) and writes the
-certificate to ``certificates/NAME.cert.json`` beside it, saying whether it beats the best known value of
-``discoverygym.records``; ``record`` in the file is that table's entry, not the run's copy.
+certificate to ``certificates/NAME.cert.json`` beside it, with the one verdict of
+:mod:`discoverygym.judgment` against the best known value of ``discoverygym.records``; ``record`` in the file is that table's entry, not the run's copy.
 """
 
 from __future__ import annotations
@@ -83,9 +83,9 @@ def main() -> int:
     cert = certify(best["env_id"], read_exact_json(args.out), source=str(args.out))
     cert_path = args.out.parent / "certificates" / f"{args.out.stem}.cert.json"
     atomic_write_json(cert_path, cert)
-    print(f"stored {args.out}: {best['env_id']} {state.score!r}; certified {cert['value']} "
-          f"({'beats' if cert['beats_record'] else 'does not beat'} the best known "
-          f"{RECORDS[best['env_id']].record.value}); certificate {cert_path}")
+    print(f"stored {args.out}: {best['env_id']} {state.score!r}; certified {cert['value']}: "
+          f"{cert['verdict']['text']} (a new record: {'yes' if cert['beats_record'] else 'no'}); "
+          f"certificate {cert_path}")
     return 0
 
 
