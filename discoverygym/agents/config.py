@@ -127,7 +127,7 @@ class LLMConfig:
     temperature: float = 1.0  # TTT-Discover App. A
     max_new_tokens: int = 1024  # ours (the paper's budget is far larger; raise on a GPU)
     thinking_budget: int | None = None  # two-phase forcing (None = off)
-    micro_batch: int = 4  # sequences per backward (gradient accumulation)
+    micro_batch: int = 1  # sequences per backward (gradient accumulation; 1: least memory, issue 49)
     device: str = "auto"
     train_model: str | None = None  # the local HF model that learns for openai:/vllm: samplers
     # LLM responses: whole programs (full) or SEARCH/REPLACE blocks against the parent (diff; Aider/OpenEvolve)

@@ -143,7 +143,8 @@ def _llm_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--lora-rank", type=int, default=None, help="LoRA rank (default 32)")
     g.add_argument("--thinking-budget", type=int, default=None,
                    help="tokens before 'stop thinking, answer now' forcing (default off)")
-    g.add_argument("--micro-batch", type=int, default=None, help="sequences per backward pass (default 4)")
+    g.add_argument("--micro-batch", type=int, default=None,
+                   help="sequences per backward pass (default 1: least memory; gradient accumulation)")
     g.add_argument("--llm-device", default=None, help="device of the local model: auto (default), cpu, cuda")
     g.add_argument("--train-model", default=None,
                    help="local model that trains the LoRA adapter for openai:/vllm: samplers (path or hub id)")

@@ -16,8 +16,13 @@ Requires the ``llm`` extra (``pip install 'discoverygym[llm]'``).
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ctypes.util
+import functools
 import json
 import os
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,6 +40,7 @@ from discoverygym.agents.policies.llm import (
     make_sample,
 )
 from discoverygym.agents.prompts import FORCE_ANSWER, answer_complete, needs_forcing
+from discoverygym.envs.operators.deadline import expired
 
 __all__ = ["HFPolicy", "load_model_and_tokenizer"]
 
@@ -47,6 +53,48 @@ def _imports() -> tuple[Any, Any, Any]:
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise BackendUnavailable(f"HFPolicy needs the llm extra: pip install 'discoverygym[llm]' ({exc})") from None
     return torch, transformers, peft
+
+
+#: glibc ``mallopt`` parameter numbers (malloc.h) and the thresholds :func:`_unpooled_blocks` sets
+_M_MMAP_THRESHOLD, _UPDATE_MMAP_THRESHOLD, _DEFAULT_MMAP_THRESHOLD_MAX = -3, 1 << 20, 32 << 20
+
+
+@contextlib.contextmanager
+def _unpooled_blocks() -> Any:
+    """Inside the block, glibc serves blocks of 1 MiB and more with their own ``mmap`` (returned to
+    the system when freed), then 32 MiB again (the most its dynamic threshold reaches), and trims.
+
+    Why: an update's forward and backward passes free and reallocate activations of many sizes (a
+    2.4 MB hidden state per layer kept, 7 MB MLP activations, 48 MB logit chunks); glibc's heap
+    keeps the freed blocks resident, so the process's RSS grew 0.8 GB above what its tensors held in
+    one SmolLM2 update of a 1.1 k-token sequence, and kept growing with more sequences
+    (benchmarks/results/llm-speed.md). Sampling is left alone: its growing KV cache would then be
+    a fresh ``mmap`` for every token. No-op where the C library has no ``mallopt`` (not glibc).
+    Source: ours (issue 49), on glibc's documented ``mallopt(M_MMAP_THRESHOLD)`` and ``malloc_trim``.
+    """
+    libc = _libc()
+    if libc is None:
+        yield
+        return
+    libc.mallopt(_M_MMAP_THRESHOLD, _UPDATE_MMAP_THRESHOLD)
+    try:
+        yield
+    finally:
+        libc.mallopt(_M_MMAP_THRESHOLD, _DEFAULT_MMAP_THRESHOLD_MAX)
+        libc.malloc_trim(0)
+
+
+@functools.lru_cache(maxsize=1)
+def _libc() -> Any:
+    """glibc as a ``ctypes.CDLL`` when it has ``mallopt`` and ``malloc_trim`` (Linux), else ``None``."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.mallopt, libc.malloc_trim  # noqa: B018 - absent in musl and others: AttributeError
+    except (OSError, AttributeError):
+        return None
+    return libc
 
 
 def _resolve_device(device: str) -> str:
@@ -145,7 +193,13 @@ class HFPolicy:
         temperature: sampling temperature (> 0; 1.0 in the paper).
         thinking_budget: tokens of phase 1 before "stop thinking, answer now" forcing (None = off).
         batch_size: most sequences generated together (the ``n`` samples of one prompt are chunked).
-        micro_batch: sequences per forward/backward in training (gradient accumulation).
+        micro_batch: sequences per forward/backward in training (gradient accumulation; default 1:
+            the least memory, and no slower on a CPU, where one sequence already fills the cores).
+        gradient_checkpointing: recompute each decoder layer's activations in the backward pass
+            instead of keeping them (transformers' ``activation_checkpointing_enable``, non-reentrant
+            ``torch.utils.checkpoint``; about one more forward pass of time for a fraction of the memory).
+        logprob_chunk: completion tokens whose vocabulary-wide log-probs are made at once when
+            scoring (see :meth:`token_logprobs`; ``0``: one pass over all logits kept).
         lr, adam_beta1, adam_beta2, adam_eps: Adam settings (TTT-Discover App. A).
         system: optional system message.
         edit_format: ``"full"`` (whole programs) or ``"diff"`` (SEARCH/REPLACE blocks against the
@@ -173,7 +227,8 @@ class HFPolicy:
 
     Raises:
         ModelUnavailable: the model cannot be loaded (message names it).
-        ValueError: temperature <= 0, max_new_tokens < 1, or thinking_budget >= max_new_tokens.
+        ValueError: temperature <= 0, max_new_tokens < 1, thinking_budget >= max_new_tokens,
+            micro_batch < 1 or logprob_chunk < 0.
         BackendUnavailable: transformers/peft/torch missing.
     """
 
@@ -193,7 +248,9 @@ class HFPolicy:
         temperature: float = 1.0,
         thinking_budget: int | None = None,
         batch_size: int = 16,
-        micro_batch: int = 4,
+        micro_batch: int = 1,
+        gradient_checkpointing: bool = True,
+        logprob_chunk: int = 256,
         lr: float = 4e-5,
         adam_beta1: float = 0.9,
         adam_beta2: float = 0.95,
@@ -220,6 +277,10 @@ class HFPolicy:
         self.thinking_budget = thinking_budget
         self.batch_size = int(batch_size)
         self.micro_batch = int(micro_batch)
+        self.gradient_checkpointing = bool(gradient_checkpointing)
+        self.logprob_chunk = int(logprob_chunk)
+        if self.micro_batch < 1 or self.logprob_chunk < 0:
+            raise ValueError(f"micro_batch must be >= 1 and logprob_chunk >= 0, got {micro_batch}, {logprob_chunk}")
         self.system = system
         self.edit_format = check_edit_format(edit_format)
         self.stop_at_answer = bool(stop_at_answer)
@@ -230,6 +291,13 @@ class HFPolicy:
             config = peft.LoraConfig(r=lora_rank, lora_alpha=lora_alpha or lora_rank, lora_dropout=0.0,
                                      target_modules=target_modules, task_type="CAUSAL_LM")
             self.model = peft.get_peft_model(base, config)
+        if self.gradient_checkpointing:  # acts in train mode only (the update), not in sampling / scoring
+            causal = self.model.get_base_model()  # transformers >= 5.x: activation_checkpointing_enable
+            enable = getattr(causal, "activation_checkpointing_enable", None)
+            if enable is not None:
+                enable(activation_checkpointing_kwargs={"use_reentrant": False})
+            else:
+                causal.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         self.model.eval()
         if adapter is not None:
             self.load_adapter(adapter)
@@ -267,7 +335,9 @@ class HFPolicy:
         Returns:
             ``n`` tuples ``(token ids, log-probs under softmax(logits / temperature), ended)``;
             ``ended`` means an end-of-sequence token was sampled (it is included, last) or ``stop``
-            said so.
+            said so. Under a wall deadline (:func:`~discoverygym.envs.operators.deadline.deadline_at`,
+            which the trainer sets in budget mode) every row stops after the token during which it
+            passed (at least one token each), unended.
         """
         torch, _, _ = _imports()
         eos = torch.tensor(sorted(self.eos_ids), device=self.device)
@@ -280,7 +350,8 @@ class HFPolicy:
             ended = [False] * rows
             live = list(range(rows))  # the row of each batch position
             with torch.no_grad():
-                result = self.model(input_ids=torch.tensor([list(prompt_ids)], device=self.device), use_cache=True)
+                result = self.model(input_ids=torch.tensor([list(prompt_ids)], device=self.device), use_cache=True,
+                                    logits_to_keep=1)  # the last position's logits only, not [P, vocab]
                 key, cache = self._cache_of(result)
                 if rows > 1:
                     cache.batch_repeat_interleave(rows)
@@ -298,7 +369,7 @@ class HFPolicy:
                             ended[r] = True
                         else:
                             keep.append(j)
-                    if not keep or t == max_new_tokens - 1:
+                    if not keep or t == max_new_tokens - 1 or expired():  # expired: the run's wall budget
                         break
                     if len(keep) < len(live):
                         index = torch.tensor(keep, device=self.device)
@@ -407,7 +478,7 @@ class HFPolicy:
                     forced = list(self.tokenizer(FORCE_ANSWER, add_special_tokens=False)["input_ids"])
                     room = min(self.max_new_tokens, self.room(len(prompt_ids))) - len(ids) - len(forced)
                     ids, lps, mask = ids + forced, lps + [0.0] * len(forced), mask + [False] * len(forced)
-                    if room > 0:
+                    if room > 0 and not expired():
                         ids2, lps2, ended = self.generate_ids(prompt_ids + ids, 1, room, gen, stop=stop)[0]
                         ids, lps, mask = ids + ids2, lps + lps2, mask + [True] * len(ids2)
                     text = prefix + self.decode(ids)
@@ -450,18 +521,55 @@ class HFPolicy:
             if t:
                 tgt[i, :t] = torch.tensor(s.completion_ids, device=self.device)
                 valid[i, :t] = True
-        # only the logits that predict completion tokens (from the shortest prompt's last token on):
-        # the prompt's [P, vocab] logits would dominate memory (a 1k-token prompt × 49k vocab × 4 B per row)
-        first = max(0, min(len(s.prompt_ids) for s in samples) - 1)
-        kw = {"input_ids": ids, "attention_mask": attn, "logits_to_keep": longest - first}
         if base:
             with torch.no_grad(), self.model.disable_adapter():
-                logits = self.model(**kw).logits
-        else:
-            logits = self.model(**kw).logits
+                return self._completion_logprobs(ids, attn, pos, tgt, valid)
+        return self._completion_logprobs(ids, attn, pos, tgt, valid)
+
+    def _completion_logprobs(self, ids: Any, attn: Any, pos: Any, tgt: Any, valid: Any) -> Any:
+        """``[B, W]`` float32 log-probs of the targets ``tgt`` at the positions ``pos`` (0 where not ``valid``).
+
+        Chunked (:attr:`logprob_chunk` > 0 and a model whose logits are its output layer applied to
+        the decoder's last hidden state): the decoder runs once, the ``[B, W, H]`` hidden states of
+        the completion positions are picked, and the output layer + ``log_softmax`` run on
+        :attr:`logprob_chunk` valid tokens at a time, each chunk under ``torch.utils.checkpoint``
+        when a gradient is recorded: no ``[tokens, vocab]`` logits of the prompt are ever made, and
+        those of the completion are never all held at once (49k vocabulary × 4 B = 0.2 MB a token).
+        Otherwise (``logprob_chunk = 0``, or a model with logit soft-capping / scaling): one forward
+        pass keeping the logits from the shortest prompt's last position on (``logits_to_keep``).
+        Both give the same numbers to float rounding (tested).
+        """
+        torch, _, _ = _imports()
+        config = getattr(self.model, "config", None)
+        plain_head = not any(getattr(config, k, None) for k in ("final_logit_softcapping", "logit_scale"))
+        if self.logprob_chunk > 0 and plain_head:
+            causal = self.model.get_base_model()
+            hidden = causal.get_decoder()(input_ids=ids, attention_mask=attn, use_cache=False).last_hidden_state
+            picked = hidden.gather(1, pos[:, :, None].expand(-1, -1, hidden.shape[-1]))[valid]  # [N, H]
+            targets = tgt[valid]
+            head = causal.get_output_embeddings()
+            parts = []
+            for i in range(0, picked.shape[0], self.logprob_chunk):
+                h, t = picked[i:i + self.logprob_chunk], targets[i:i + self.logprob_chunk]
+                if torch.is_grad_enabled():
+                    parts.append(torch.utils.checkpoint.checkpoint(self._head_logprobs, head, h, t, use_reentrant=False))
+                else:
+                    parts.append(self._head_logprobs(head, h, t))
+            flat = torch.cat(parts) if parts else picked.new_zeros(0)
+            logp = torch.zeros(valid.shape, dtype=torch.float32, device=valid.device)
+            return logp.masked_scatter(valid, flat.float())
+        # the logits from the shortest prompt's last token on (the prompt's [P, vocab] logits are never made)
+        first = max(0, int(pos[:, 0].min()))
+        logits = self.model(input_ids=ids, attention_mask=attn, logits_to_keep=ids.shape[1] - first).logits
         picked = logits.gather(1, (pos - first)[:, :, None].expand(-1, -1, logits.shape[-1])).float()
         logp = torch.log_softmax(picked / self.temperature, dim=-1).gather(2, tgt[:, :, None]).squeeze(2)
         return torch.where(valid, logp, torch.zeros_like(logp))
+
+    def _head_logprobs(self, head: Any, hidden: Any, targets: Any) -> Any:
+        """``[N]`` float32 ``log softmax(head(hidden) / T)[targets]`` for ``[N, H]`` hidden states."""
+        torch, _, _ = _imports()
+        logp = torch.log_softmax(head(hidden).float() / self.temperature, dim=-1)
+        return logp.gather(1, targets[:, None]).squeeze(1)
 
     def logprob(self, contexts: Any, samples: Sequence[LLMSample]) -> Any:
         """Differentiable ``[B]`` sequence log-probs (sum over action tokens)."""
@@ -502,16 +610,23 @@ class HFPolicy:
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         total = 0.0
-        for i in range(0, len(samples), mb):
-            new_lp = self.token_logprobs(samples[i:i + mb])
-            w = new_lp.shape[1]
-            loss = (self.loss or importance_sampling_loss)(new_lp, old_lp[i:i + mb, :w], a_tok[i:i + mb, :w],
-                                                          mask[i:i + mb, :w])
-            loss.backward()
-            total += float(loss.detach())
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.parameters(), float("inf")))
-        self.optimizer.step()
-        self.model.eval()
+        try:
+            with _unpooled_blocks():
+                for i in range(0, len(samples), mb):
+                    if expired():  # the run's wall budget has passed: no partial step
+                        self.optimizer.zero_grad(set_to_none=True)
+                        self._stats = {"kl": 0.0, "grad_norm": 0.0, "deadline_skipped": 1.0}
+                        return {"loss": 0.0, "kl": 0.0, "tokens": 0, "grad_norm": 0.0}
+                    new_lp = self.token_logprobs(samples[i:i + mb])
+                    w = new_lp.shape[1]
+                    loss = (self.loss or importance_sampling_loss)(new_lp, old_lp[i:i + mb, :w],
+                                                                  a_tok[i:i + mb, :w], mask[i:i + mb, :w])
+                    loss.backward()
+                    total += float(loss.detach())
+                grad_norm = float(torch.nn.utils.clip_grad_norm_(self.parameters(), float("inf")))
+                self.optimizer.step()
+        finally:
+            self.model.eval()
         n_tok = int(mask.sum())
         self._stats = {"kl": float(delta[mask].mean()) if n_tok else 0.0, "grad_norm": grad_norm}
         return {"loss": total, "kl": self._stats["kl"], "tokens": n_tok, "grad_norm": grad_norm}
