@@ -18,7 +18,9 @@ ErdosMinOverlap-v0 code-mode prompt of ``discoverygym train`` (its chat template
 2. **discoverygym train step**: ``Trainer(TrainConfig(env_id, policy="hf:smollm2", groups=1,
    group_size=4, max_new_tokens=32))`` (TTT-Discover's ``full`` config: entropic adaptive objective,
    PUCT, KL λ = 0.1 against the adapter-free model, LoRA rank = :class:`~discoverygym.agents.config.LLMConfig`'s
-   default 32, micro-batch 4); seconds per ``trainer.train_step()``. Its profile is the step's own
+   default 32, its default micro-batch, gradient checkpointing and chunked log-probs; ``update_on_constant``
+   so that a group of equal rewards still takes its (KL-only) update, as ``GRPOTrainer`` always does);
+   seconds per ``trainer.train_step()``. Its profile is the step's own
    metrics (``perf/sample_s``, ``perf/eval_s``, ``perf/train_s``, ``perf/step_time_s``: what
    ``metrics.jsonl`` records), with ``perf/train_s`` split into the reference log-probs (the learner's
    ``token_logprobs(base=True)`` calls, timed here) and the rest of the update.
@@ -27,8 +29,8 @@ ErdosMinOverlap-v0 code-mode prompt of ``discoverygym train`` (its chat template
    :func:`discoverygym.interop.trl.prompt_dataset`), ``num_generations=4``,
    ``per_device_train_batch_size=4`` (one prompt group per step, one micro-batch of 4),
    ``max_completion_length=32``, the same sampling, ``beta=0.1`` (KL to the adapter-free reference, as
-   discoverygym's λ), Adam (0.9, 0.95, 1e-8), lr 4e-5, constant schedule, no gradient checkpointing
-   (GRPOConfig's default is on; ``--trl-checkpointing`` keeps it: slower, less memory); reward =
+   discoverygym's λ), Adam (0.9, 0.95, 1e-8), lr 4e-5, constant schedule, gradient checkpointing on
+   (GRPOConfig's default and discoverygym's; ``--trl-checkpointing off``: faster, more memory); reward =
    :func:`discoverygym.interop.trl.reward_function` (the env judges, sandboxed, 2 threads as the
    trainer). Seconds per optimizer step: ``on_step_begin`` → ``on_step_end`` of a ``TrainerCallback``
    (generation, reward, reference and policy log-probs, backward, optimizer step). Its profile comes
@@ -36,8 +38,10 @@ ErdosMinOverlap-v0 code-mode prompt of ``discoverygym train`` (its chat template
    ``train_step_ratio_vs_trl`` = TRL s/step ÷ discoverygym s/step.
 
 Each part warms up (one call / one step), then times ``--repeats`` (≥ 2) calls or steps; the sampling
-part alternates the two samplers. ``peak_rss_mb``: peak resident memory (MiB) of the discoverygym
-train-step process (``peak_rss_mb_sampling`` and ``peak_rss_mb_trl`` for the other two). A part that
+part alternates the two samplers. ``peak_rss_mb``: peak resident memory (MiB, ``ru_maxrss`` of the part's
+own fresh process) of the discoverygym train-step process (``peak_rss_mb_sampling`` and ``peak_rss_mb_trl``
+for the others); ``peak_rss_mb_g8_t256`` that of one default step at group 8 × 256 tokens (part 2b:
+:func:`part_g8_t256`); ``rss_ratio_vs_trl`` = ``peak_rss_mb`` ÷ ``peak_rss_mb_trl`` (goal ≤ 0.5). A part that
 fails reports its error instead of a number (``"train_step_ratio_vs_trl": null, "trl_error": "..."``).
 
     python benchmarks/llm_speed.py --json                 # one JSON line on stdout
@@ -66,7 +70,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "llm-speed.md"
-PARTS = ("sampling", "discoverygym", "trl")
+PARTS = ("sampling", "discoverygym", "g8_t256", "trl")
 #: starts the result line of a part (``--part``) on stdout, where TRL prints its logs too
 MARK = "@llm_speed "
 
@@ -181,7 +185,7 @@ def part_discoverygym(args: argparse.Namespace) -> dict:
 
     cfg = TrainConfig(env_id=args.env, policy=f"hf:{args.model}", groups=1, group_size=args.group_size,
                       max_new_tokens=args.train_tokens, steps=args.repeats + 1, seed=args.seed, device="cpu",
-                      torch_threads=1)
+                      torch_threads=1, update_on_constant=True)  # an update every step, as GRPOTrainer's
     trainer = Trainer(cfg)
     learner = trainer.learner
     ref_s = [0.0]
@@ -221,7 +225,56 @@ def part_discoverygym(args: argparse.Namespace) -> dict:
     profile["shares"] = {k[:-2]: v / step_s for k, v in list(profile.items())}
     return {"discoverygym_step_s": step_s, "discoverygym_steps": steps, "profile": profile,
             "discoverygym_completion_tokens": statistics.fmean(s["train_tokens"] for s in timed),
+            "discoverygym_micro_batch": learner.micro_batch,
+            "discoverygym_gradient_checkpointing": bool(getattr(learner, "gradient_checkpointing", False)),
             "peak_rss_mb": _peak_rss_mb()}
+
+
+# ---------------------------------------------------------------------------- 2b. one default step, group 8 x 256
+def part_g8_t256(args: argparse.Namespace) -> dict:
+    """Peak RSS of one default TTT-Discover ``Trainer.train_step`` at group 8 × 256 tokens (the laptop goal).
+
+    The policy's own defaults (micro-batch, gradient checkpointing, chunked log-probs) with
+    ``group_size=8, max_new_tokens=256``; every row is made to run all 256 tokens (no end-of-sequence
+    id, no stop at a closed answer), so that this is the step's worst case. When the 8 rewards are
+    equal (the trainer then takes no update) the learner's ``train_step`` runs on the same samples
+    with advantages ±1. Its own process: the peak covers loading, sampling (the KV cache of 8 rows),
+    judging, the reference log-probs and the update.
+    """
+    _threads()
+    from discoverygym.agents.config import TrainConfig
+    from discoverygym.agents.policies.hf import HFPolicy
+    from discoverygym.agents.trainer import Trainer
+
+    class NoEOS(HFPolicy):
+        """The policy with no end-of-sequence id: every row runs ``max_new_tokens``."""
+
+        @property
+        def eos_ids(self) -> set[int]:
+            return set()
+
+    cfg = TrainConfig(env_id=args.env, policy=f"hf:{args.model}", groups=1, group_size=8, max_new_tokens=256,
+                      steps=1, seed=args.seed, device="cpu", torch_threads=1)
+    trainer = Trainer(cfg)
+    trainer.learner.__class__ = NoEOS
+    trainer.learner.stop_at_answer = False
+    t = time.perf_counter()
+    metrics = trainer.train_step()
+    train_s, tokens = metrics["perf/train_s"], metrics["train_tokens"]
+    if not tokens:  # every reward equal (e.g. 8 failures): no update ran, so run the one it would have run
+        import torch
+
+        u = time.perf_counter()
+        tokens = trainer.learner.train_step(trainer.last_batch.samples(), torch.tensor([1.0, -1.0] * 4),
+                                            kl_coef=cfg.kl_coef)["tokens"]
+        train_s = time.perf_counter() - u
+    wall = time.perf_counter() - t
+    _log(f"  g8 x t256 step: {wall:.2f} s (sample {metrics['perf/sample_s']:.2f}, train {train_s:.2f}),"
+         f" {tokens} train tokens, peak {_peak_rss_mb():.0f} MiB")
+    return {"peak_rss_mb_g8_t256": _peak_rss_mb(), "g8_t256_step_s": wall, "g8_t256_train_s": train_s,
+            "g8_t256_sample_s": metrics["perf/sample_s"], "g8_t256_train_tokens": tokens,
+            "g8_t256_micro_batch": trainer.learner.micro_batch,
+            "g8_t256_gradient_checkpointing": bool(getattr(trainer.learner, "gradient_checkpointing", False))}
 
 
 # ---------------------------------------------------------------------------- 3. TRL step
@@ -269,7 +322,7 @@ def part_trl(args: argparse.Namespace) -> dict:
         max_completion_length=args.train_tokens, temperature=1.0, top_p=1.0, top_k=0, beta=0.1,
         learning_rate=4e-5, adam_beta1=0.9, adam_beta2=0.95, adam_epsilon=1e-8, weight_decay=0.0,
         lr_scheduler_type="constant", warmup_steps=0, max_grad_norm=1e9, shuffle_dataset=False, logging_steps=1,
-        gradient_checkpointing=args.trl_checkpointing,
+        gradient_checkpointing=args.trl_checkpointing == "on",
         report_to="none", save_strategy="no", disable_tqdm=True, dataloader_num_workers=0, seed=args.seed)
     trainer = trl.GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=reward, train_dataset=data,
                               args=config, peft_config=lora, callbacks=[Timer()])
@@ -286,7 +339,7 @@ def part_trl(args: argparse.Namespace) -> dict:
     return {"trl_step_s": statistics.fmean(timed), "trl_step_times_s": step_times,
             "trl_completion_tokens": statistics.fmean(lengths[1:]) * args.group_size if len(lengths) > 1 else None,
             "trl_profile": profile,
-            "trl_prompt_tokens": prompt_tokens, "trl_gradient_checkpointing": bool(args.trl_checkpointing), "trl_version": trl.__version__, "peak_rss_mb_trl": _peak_rss_mb()}
+            "trl_prompt_tokens": prompt_tokens, "trl_gradient_checkpointing": args.trl_checkpointing == "on", "trl_version": trl.__version__, "peak_rss_mb_trl": _peak_rss_mb()}
 
 
 # ---------------------------------------------------------------------------- driver
@@ -295,7 +348,7 @@ def _run_part(part: str, args: argparse.Namespace) -> dict:
     cmd = [sys.executable, __file__, "--part", part, "--model", args.model, "--env", args.env,
            "--batch", str(args.batch), "--sample-tokens", str(args.sample_tokens), "--group-size", str(args.group_size),
            "--train-tokens", str(args.train_tokens), "--lora-rank", str(args.lora_rank),
-           "--repeats", str(args.repeats), "--seed", str(args.seed)] + (["--trl-checkpointing"] if args.trl_checkpointing else [])
+           "--repeats", str(args.repeats), "--seed", str(args.seed), "--trl-checkpointing", args.trl_checkpointing]
     _log(f"== {part}")
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=None, text=True, check=False)
     lines = [line[len(MARK):] for line in proc.stdout.splitlines() if line.startswith(MARK)]
@@ -351,9 +404,26 @@ def _write_md(result: dict, line: str, args: argparse.Namespace) -> None:
         (f"| sampling, batch {args.batch} × {args.sample_tokens} new tokens (tokens/s) | "
         f"{fmt('sampler_tokens_per_s', 1)} (`HFPolicy.generate_ids`) | {fmt('generate_tokens_per_s', 1)} "
         f"(`model.generate()`) | **{fmt('sample_ratio_vs_generate')}** |"),
-        (f"| train step, 1 group × {args.group_size}, ≤ {args.train_tokens} tokens, LoRA r {args.lora_rank}, "
-        f"micro-batch {args.group_size} (s/step) | {fmt('discoverygym_step_s')} (TTT-Discover `train_step`) | "
+        (f"| train step, 1 group × {args.group_size}, ≤ {args.train_tokens} tokens, LoRA r {args.lora_rank} "
+        f"(s/step) | {fmt('discoverygym_step_s')} (TTT-Discover `train_step`) | "
         f"{fmt('trl_step_s')} (`GRPOTrainer`) | **{fmt('train_step_ratio_vs_trl')}** |"),
+        "",
+        "| memory | discoverygym | peer | ratio (goal ≤ 0.5) |",
+        "|---|---|---|---|",
+        (f"| peak RSS of the train-step process above (MiB) | {fmt('peak_rss_mb', 0)} | {fmt('peak_rss_mb_trl', 0)} | "
+         f"**{fmt('rss_ratio_vs_trl')}** |"),
+        (f"| peak RSS of one default step, group 8 × 256 tokens (MiB; goal ≤ 3000) | "
+         f"**{fmt('peak_rss_mb_g8_t256', 0)}** | | |"),
+        "",
+        (f"Each framework at its defaults: discoverygym micro-batch {result.get('discoverygym_micro_batch', 'n/a')} "
+         f"(gradient accumulation over the group), gradient checkpointing "
+         f"{'on' if result.get('discoverygym_gradient_checkpointing') else 'off'}, log-probs of the completion "
+         f"tokens only, a chunk at a time; TRL one micro-batch of {args.group_size} "
+         f"(`per_device_train_batch_size`), gradient checkpointing "
+         f"{'on' if result.get('trl_gradient_checkpointing') else 'off'}. The group 8 × 256 step "
+         f"({fmt('g8_t256_step_s', 1)} s: sampling {fmt('g8_t256_sample_s', 1)} s, update "
+         f"{fmt('g8_t256_train_s', 1)} s, {result.get('g8_t256_train_tokens', 'n/a')} trained tokens) forces every "
+         f"row to 256 tokens."),
         "",
         (f"Decode only (the calls' time minus that of the same call with one new token, i.e. without the prompt): "
          f"sampler {(result.get('decode_tokens_per_s') or {}).get('ours', float('nan')):.1f} tokens/s, generate() "
@@ -363,8 +433,8 @@ def _write_md(result: dict, line: str, args: argparse.Namespace) -> None:
          f"{(result.get('first_token_s') or {}).get('generate', float('nan')):.2f} s (generate() runs the prompt "
          f"once per row, the sampler once per call)."),
         "",
-        ("TRL gradient checkpointing: " + ("on (GRPOConfig's default)." if result.get("trl_gradient_checkpointing")
-         else "off (GRPOConfig's default is on; off is the same compute as discoverygym, which has none).")),
+        ("TRL gradient checkpointing: " + ("on (GRPOConfig's default, as discoverygym's)."
+         if result.get("trl_gradient_checkpointing") else "off (GRPOConfig's default is on).")),
         (f"Peak RSS (MiB): discoverygym train process {fmt('peak_rss_mb', 0)}, TRL train process "
         f"{fmt('peak_rss_mb_trl', 0)}, sampling process {fmt('peak_rss_mb_sampling', 0)}."),
         (f"Completion tokens per step: discoverygym {fmt('discoverygym_completion_tokens', 1)}, "
@@ -406,8 +476,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--group-size", type=int, default=4, help="train: rollouts of the one group (default 4)")
     parser.add_argument("--train-tokens", type=int, default=32, help="train: max completion tokens (default 32)")
     parser.add_argument("--lora-rank", type=int, default=None, help="train: LoRA rank (default LLMConfig's)")
-    parser.add_argument("--trl-checkpointing", action="store_true",
-                        help="TRL: keep GRPOConfig's default gradient checkpointing (off here: discoverygym has none)")
+    parser.add_argument("--trl-checkpointing", choices=("on", "off"), default="on",
+                        help="TRL: gradient checkpointing (default on: GRPOConfig's default, and discoverygym's)")
     parser.add_argument("--note", default="", help="a paragraph for the results file (with --write)")
     parser.add_argument("--repeats", type=int, default=2, help="timed calls / steps after the warm-up (>= 2)")
     parser.add_argument("--seed", type=int, default=0)
@@ -419,7 +489,8 @@ def main(argv: list[str] | None = None) -> int:
 
         args.lora_rank = LLMConfig().lora_rank
     if args.part:
-        run = {"sampling": part_sampling, "discoverygym": part_discoverygym, "trl": part_trl}[args.part]
+        run = {"sampling": part_sampling, "discoverygym": part_discoverygym, "g8_t256": part_g8_t256,
+               "trl": part_trl}[args.part]
         try:
             result = run(args)
         except Exception as exc:  # noqa: BLE001 - the reason goes into the JSON line (the traceback to stderr)
@@ -444,14 +515,19 @@ def main(argv: list[str] | None = None) -> int:
         if "trl_error" not in result and "trl_step_s" not in result:
             result["trl_error"] = "the TRL part did not run"
     result.setdefault("sample_ratio_vs_generate", None)
+    if result.get("peak_rss_mb") and result.get("peak_rss_mb_trl"):
+        result["rss_ratio_vs_trl"] = result["peak_rss_mb"] / result["peak_rss_mb_trl"]
     result.update(machine=_machine(),
                   date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), commit=_commit(),
                   torch=torch.__version__, transformers=transformers.__version__,
                   settings={"model": f"hf:{args.model}", "env": args.env, "batch": args.batch,
                             "sample_tokens": args.sample_tokens, "group_size": args.group_size,
-                            "train_tokens": args.train_tokens, "lora_rank": args.lora_rank, "micro_batch": args.group_size,
+                            "train_tokens": args.train_tokens, "lora_rank": args.lora_rank,
+                            "micro_batch": {"discoverygym": result.get("discoverygym_micro_batch"),
+                                            "trl": args.group_size},
                             "repeats": args.repeats, "torch_threads": 1, "kl_coef": 0.1})
-    head = ("sample_ratio_vs_generate", "train_step_ratio_vs_trl", "peak_rss_mb", "profile")
+    head = ("sample_ratio_vs_generate", "train_step_ratio_vs_trl", "peak_rss_mb", "peak_rss_mb_trl",
+            "rss_ratio_vs_trl", "peak_rss_mb_g8_t256", "profile")
     ordered = {k: result[k] for k in head if k in result} | {k: v for k, v in result.items() if k not in head}
     line = json.dumps(ordered)
     if args.write:
