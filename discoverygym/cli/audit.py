@@ -36,7 +36,8 @@ def add_parser(sub: Any) -> None:
         help="run a bundled library of known exploits against an env; exit 1 if any is rewarded",
         description="Run known exploits (NaN/inf and wrong-shape candidates, lazy or self-reported "
         "results, verifier/numpy/timer/tolerance patching, forged verdicts, coding-cookie smuggling, "
-        "output floods, timeouts, alias-path reads, writes outside the sandbox) against one env and "
+        "output floods, timeouts, alias-path reads, writes outside the sandbox, page-cache and IPC channels; "
+        "forged run logs and results, certify's inputs and --out) against one env and "
         "print attack, expected verdict, observed verdict and reward. A construction env is audited "
         "with constructions and with Python programs. Exit codes: 0 every exploit rejected (or not "
         "judged here, e.g. a kernel on CPU); 1 any exploit rewarded, escaped, leaked or crashed the "
