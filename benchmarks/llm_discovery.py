@@ -97,6 +97,8 @@ def train_run(env_id: str, config: str, seed: int, args: argparse.Namespace, out
            "--group-size", str(args.group_size), "--max-new-tokens", str(args.max_new_tokens),
            "--temperature", str(args.temperature), "--micro-batch", str(args.micro_batch),
            "--run-dir", str(run_dir), "--json"]
+    if args.warm_start:
+        cmd += ["--warm-start", args.warm_start]
     if run_dir.exists():
         cmd.append("--resume")
     run_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -139,6 +141,36 @@ def curves(samples: list[dict[str, Any]], higher: bool) -> tuple[list[float], li
         valid_rate.append(n_valid / i)
         best.append(top)
     return valid_rate, best
+
+
+def two_sided_p_rate(reference: list[float], other: list[float]) -> float | None:
+    """Two-sided Mann–Whitney U p value of per-run valid rates (equal samples per run); None below 2 runs."""
+    from scipy.stats import mannwhitneyu
+
+    if len(reference) < 2 or len(other) < 2:
+        return None
+    if len(set(reference + other)) == 1:
+        return 1.0
+    return float(mannwhitneyu(reference, other, alternative="two-sided").pvalue)
+
+
+def group_spread(run_dir: Path) -> tuple[float | None, float | None]:
+    """Mean within-step reward range (``reward/max − reward/min``: 0 when every reward of a step is
+    equal, i.e. no signal) and mean |KL| over the run's steps, from ``metrics.jsonl``; None when absent."""
+    path = run_dir / "metrics.jsonl"
+    if not path.exists():
+        return None, None
+    sds, kls = [], []
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        m = json.loads(line)
+        if isinstance(m.get("reward/max"), (int, float)) and isinstance(m.get("reward/min"), (int, float)):
+            sds.append(float(m["reward/max"]) - float(m["reward/min"]))
+        if isinstance(m.get("kl"), (int, float)):
+            kls.append(abs(float(m["kl"])))
+    mean = (lambda v: sum(v) / len(v) if v else None)
+    return mean(sds), mean(kls)
 
 
 def two_sided_p(reference: list[float], other: list[float], higher: bool) -> float | None:
@@ -186,6 +218,7 @@ def summarize(env_id: str, configs: list[str], seeds: list[int], out: Path, high
             if cap is not None:
                 per_step = max(1, len(read_samples(run_dir)) // max(1, int(summary.get("steps") or 1)))
                 summary = {**summary, "wall_s": step_wall(run_dir, cap // per_step) or summary["wall_s"]}
+            summary = {**summary, "spread": group_spread(run_dir)}
             runs.append((summary, samples, curves(samples, higher)))
         all_curves[config] = [c for _, _, c in runs]
         finals[config] = [c[1][-1] if c[1] else math.nan for _, _, c in runs]
@@ -200,30 +233,40 @@ def summarize(env_id: str, configs: list[str], seeds: list[int], out: Path, high
                      "with_valid": sum(1 for v in finals[config] if not math.isnan(v)),
                      "wall_s": [r["wall_s"] for r, _, _ in runs],
                      "peak_rss_gb": [r.get("peak_rss_gb") for r, _, _ in runs],
+                     "reward_sd": [r["spread"][0] for r, _, _ in runs], "kl": [r["spread"][1] for r, _, _ in runs],
                      "outcomes": counts})
     for row in rows:
         row["p_vs_full"] = (None if row["config"] == "full" or "full" not in finals
                             else two_sided_p(finals["full"], row["final_best"], higher))
+    full = next((r for r in rows if r["config"] == "full"), None)
+    for row in rows:
+        row["p_valid_vs_full"] = (None if full is None or row is full
+                                  else two_sided_p_rate(full["valid_pct"], row["valid_pct"]))
     return rows, all_curves
 
 
 def table(rows: list[dict[str, Any]], higher: bool) -> str:
     """The markdown table of :func:`summarize`'s rows."""
     lines = ["| config | runs | samples/run | valid % (mean ± sd) | runs with a valid sample | final best (mean ± sd) "
-             f"| best over seeds ({'max' if higher else 'min'}) | p vs full (two-sided) | step time s/run (sum of counted steps) | peak RSS GiB | outcomes (all runs) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             f"| best over seeds ({'max' if higher else 'min'}) | p vs full, best (two-sided) | p vs full, valid % | within-step reward range (mean) | mean KL | step time s/run (sum of counted steps) | peak RSS GiB | outcomes (all runs) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         finite = [v for v in r["final_best"] if not math.isnan(v)]
         best = (max(finite) if higher else min(finite)) if finite else math.nan
         p = "-" if r["p_vs_full"] is None else f"{r['p_vs_full']:.3f}"
+        pv = "-" if r.get("p_valid_vs_full") is None else f"{r['p_valid_vs_full']:.3f}"
+        sd = [v for v in r.get("reward_sd", []) if v is not None]
+        kl = [v for v in r.get("kl", []) if v is not None]
+        sd = f"{sum(sd) / len(sd):.3g}" if sd else "-"
+        kl = f"{sum(kl) / len(kl):.2g}" if kl else "-"
         wall = f"{sum(r['wall_s']) / len(r['wall_s']):.0f}" if r["wall_s"] else "-"
         rss = [v for v in r["peak_rss_gb"] if v is not None]
         outcomes = ", ".join(f"{k} {v}" for k, v in sorted(r["outcomes"].items(), key=lambda kv: -kv[1]))
         lines.append(f"| {r['config']} | {r['runs']} | {'/'.join(map(str, sorted(set(r['samples'])))) or '-'} "
                      f"| {_mean_sd(r['valid_pct'])} | {r['with_valid']}/{r['runs']} | {_mean_sd(r['final_best'])} "
-                     f"| {'-' if math.isnan(best) else f'{best:.6g}'} | {p} | {wall} "
+                     f"| {'-' if math.isnan(best) else f'{best:.6g}'} | {p} | {pv} | {sd} | {kl} | {wall} "
                      f"| {max(rss):.1f} | {outcomes} |" if rss else
-                     f"| {r['config']} | {r['runs']} | - | - | - | - | - | {p} | {wall} | - | {outcomes} |")
+                     f"| {r['config']} | {r['runs']} | - | - | - | - | - | {p} | {pv} | {sd} | {kl} | {wall} | - | {outcomes} |")
     return "\n".join(lines)
 
 
@@ -267,7 +310,8 @@ def irft_transfer(source: str, target: str, args: argparse.Namespace, out: Path)
     if done.exists():
         return json.loads(done.read_text())
     cmd = [sys.executable, "-m", "discoverygym.cli", "post-train", "--problems", source, "--heldout", target,
-           "--policy", args.model, "--policy-kwargs", json.dumps({"max_new_tokens": args.max_new_tokens}),
+           "--policy", args.model, "--policy-kwargs", json.dumps({"max_new_tokens": args.max_new_tokens,
+                                                                   **({"warm_start": args.warm_start} if args.warm_start else {})}),
            "--rounds", "1", "--seed", "0", "--trajectories", str(args.irft_trajectories), "--steps", "2", "--candidates", "4",
            "--sft-steps", str(args.irft_sft_steps), "--batch-size", "8", "--micro-batch-size", "1",
            "--max-length", "2048", "--eval-trajectories", str(args.irft_eval_trajectories), "--eval-steps", "2",
@@ -293,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--micro-batch", type=int, default=1, help="sequences per forward/backward (default 1: memory)")
     p.add_argument("--model", default="hf:smollm2", help="policy (default hf:smollm2, the embedded model)")
+    p.add_argument("--warm-start", default=None, metavar="DIR",
+                   help="adapter of `post-train --warmup` merged into the model of every run (train --warm-start)")
     p.add_argument("--jobs", type=int, default=2, help="runs side by side, one torch thread each (default 2)")
     p.add_argument("--irft", default=None, help="source env of an IRFT transfer run to --env (e.g. ErdosMinOverlap-v0)")
     p.add_argument("--irft-trajectories", type=int, default=4)
@@ -343,8 +389,10 @@ def main(argv: list[str] | None = None) -> int:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=Path(__file__).resolve().parent).stdout.strip()
     settings = {k: getattr(args, k) for k in ("env", "configs", "seeds", "steps", "groups", "group_size",
-                                              "max_new_tokens", "temperature", "micro_batch", "model", "jobs")}
-    text = [f"# Does test-time training help a real model? ({args.env}, frozen start: SmolLM2-135M-Instruct)", "",
+                                              "max_new_tokens", "temperature", "micro_batch", "model", "jobs",
+                                              "warm_start")}
+    start = f"warm start {args.warm_start}" if args.warm_start else "frozen start"
+    text = [f"# Does test-time training help a real model? ({args.env}, {start}: SmolLM2-135M-Instruct)", "",
             f"Written by `benchmarks/llm_discovery.py`. {args.note}".rstrip(), "",
             f"Settings: {json.dumps(settings)}; samples per run = steps × groups × group size = "
             f"{args.steps * args.groups * args.group_size}; commit `{commit}`; {platform.machine()}, "

@@ -37,7 +37,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 DEFAULT_ENVS = ("ErdosMinOverlap-v0", "CirclePacking-26-v0", "ScalingLaw-Vocab-v0")
 
 
-def _make_env(env_id: str, timeout_s: float):
+def _make_env(env_id: str, timeout_s: float, task_options: dict | None = None):
     import gymnasium as gym
 
     import discoverygym  # noqa: F401 - registers the ids
@@ -49,6 +49,7 @@ def _make_env(env_id: str, timeout_s: float):
         timeout_key = "time_limit_s" if names and "time_limit_s" in names else "timeout_s"  # LassoPath's name
         options = {k: v for k, v in (("allow_unconfined", not bwrap_available()), (timeout_key, timeout_s))
                    if names is None or k in names}
+        options.update((task_options or {}).get(env_id, {}))
         try:
             env = gym.make(env_id, **options)
         except TypeError:  # a task without these options (AHC, kernels): its own limits
@@ -60,14 +61,15 @@ def _make_env(env_id: str, timeout_s: float):
     return env, info["state"]
 
 
-def measure(env_id: str, policy, *, n: int, timeout_s: float, seed: int, out_dir: Path) -> dict:
+def measure(env_id: str, policy, *, n: int, timeout_s: float, seed: int, out_dir: Path,
+            task_options: dict | None = None) -> dict:
     """Sample ``n`` responses for ``env_id``'s start state, judge them, return the row."""
     import numpy as np
 
     from discoverygym.outcomes import OutcomeLog
     from discoverygym.policy import Outcome, SamplingContext
 
-    env, start = _make_env(env_id, timeout_s)
+    env, start = _make_env(env_id, timeout_s, task_options)
     problem = env.unwrapped.problem
     ctx = SamplingContext(start, (start,), problem, "code")
     log = OutcomeLog(out_dir, min_interval_s=0)
@@ -88,18 +90,19 @@ def measure(env_id: str, policy, *, n: int, timeout_s: float, seed: int, out_dir
             futures.append((s, judge.submit(env.unwrapped.evaluate, s.action, parent=start, seed=0)))
         print(f"  {env_id}: {len(futures)}/{n} sampled ({tokens / max(gen_s, 1e-9):.1f} tokens/s)", file=sys.stderr,
               flush=True)
-    best = None
+    best, scores = None, set()
     for s, fut in futures:
         state = fut.result()
         outcome = log.record(s, state, env_id=env_id)
         if outcome is Outcome.VALID and state.score is not None:
+            scores.add(state.score)
             better = best is None or (state.score < best if problem.direction == "min" else state.score > best)
             best = state.score if better else best
     judge.shutdown()
     log.flush()
     env.close()
     return {"env": env_id, "n": n, "counts": log.summary()["counts"], "valid_fraction": log.summary()["valid_fraction"],
-            "best": best, "start_score": start.score, "prompt_tokens": prompt_tokens,
+            "best": best, "distinct_scores": len(scores), "start_score": start.score, "prompt_tokens": prompt_tokens,
             "max_new_tokens": policy.budget(ctx) if hasattr(policy, "budget") else policy.max_new_tokens,
             "mean_tokens": tokens / n, "stopped": ended, "tokens_per_s": tokens / gen_s if gen_s else None,
             "generate_s": gen_s, "wall_s": time.perf_counter() - t0}
@@ -115,13 +118,14 @@ def render(results: dict) -> str:
              "`discoverygym.policy.Outcome` over the samples of each env's start state, judged as search and "
              "training judge them). `tok/s`: generated tokens per second of `HFPolicy.sample` (batch of 8, "
              "one torch thread); `new`: the token budget; `mean`: mean completion tokens; `eos`: responses that "
-             "ended with end-of-sequence (the rest hit the budget).", ""]
+             "ended with end-of-sequence (the rest hit the budget); `distinct`: distinct scores among the valid "
+             "responses (recorded from the warm-start tables on; `-` before).", ""]
     for label, block in results.items():
         meta = block["meta"]
         lines += [f"## {label}", "", f"{meta.get('note', '')}".strip(), "",
                   f"Settings: {json.dumps(meta.get('settings', {}))}; commit `{meta.get('commit', '?')}`; "
                   f"{meta.get('machine', '')}; {meta.get('date', '')}.", ""]
-        head = ["env", "n", *COLUMNS, "valid %", "best (start)", "prompt tok", "new", "mean", "eos", "tok/s", "wall s"]
+        head = ["env", "n", *COLUMNS, "valid %", "distinct", "best (start)", "prompt tok", "new", "mean", "eos", "tok/s", "wall s"]
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for r in block["rows"]:
             c = r["counts"]
@@ -129,6 +133,7 @@ def render(results: dict) -> str:
             best = "-" if r["best"] is None else f"{r['best']:.6g}"
             start = "-" if r["start_score"] is None else f"{r['start_score']:.6g}"
             cells = [r["env"], r["n"], *(c.get(k, 0) for k in COLUMNS), "-" if vf is None else f"{100 * vf:.0f}",
+                     r.get("distinct_scores", "-"),
                      f"{best} ({start})", r["prompt_tokens"], r["max_new_tokens"], f"{r['mean_tokens']:.0f}",
                      r["stopped"], f"{r['tokens_per_s']:.1f}" if r["tokens_per_s"] else "-", f"{r['wall_s']:.0f}"]
             lines.append("| " + " | ".join(str(x) for x in cells) + " |")
@@ -151,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="smollm2", help="hf: model (default smollm2, the embedded model)")
     parser.add_argument("--samples-dir", default=os.path.join(tempfile.gettempdir(), "llm-outcomes"))
     parser.add_argument("--policy-kwargs", default="{}", help="more HFPolicy arguments (JSON)")
+    parser.add_argument("--task-options", default="{}",
+                        help='options per program env as JSON, e.g. \'{"KernelBench-L1-Cumsum-H100-v0": {"device": "cpu"}}\'')
     parser.add_argument("--results-dir", default=str(RESULTS), help="where llm-outcomes.md/.json go")
     parser.add_argument("--no-write", action="store_true", help="print only (no results files)")
     args = parser.parse_args(argv)
@@ -171,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for env_id in args.envs:
         row = measure(env_id, policy, n=args.n, timeout_s=args.timeout_s, seed=args.seed,
-                      out_dir=Path(args.samples_dir) / args.label / env_id)
+                      out_dir=Path(args.samples_dir) / args.label / env_id,
+                      task_options=json.loads(args.task_options))
         rows.append(row)
         c = row["counts"]
         print(f"{env_id:24s} n={row['n']} " + " ".join(f"{k}={c.get(k, 0)}" for k in COLUMNS)
@@ -189,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
                                                  "max_new_tokens": args.max_new_tokens or "policy default",
                                                  "temperature": args.temperature, "timeout_s": args.timeout_s,
                                                  "seed": args.seed, "load_s": round(load_s, 1),
+                                                 **({"task_options": json.loads(args.task_options)}
+                                                    if args.task_options != "{}" else {}),
                                                  **json.loads(args.policy_kwargs)}},
                            "rows": rows}
     results_dir.mkdir(parents=True, exist_ok=True)

@@ -164,6 +164,17 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    "(the Aider/OpenEvolve format; sets policy_kwargs edit_format)")
     p.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard events")
     p.add_argument("--json", action="store_true", help="print the round summaries as JSON")
+    w = p.add_argument_group(
+        "warm start (--warmup): weighted SFT on prompt -> valid-program pairs made without an LLM, before any RL",
+        "The start program of every --problems env and rule-made variants of it (numeric literals "
+        "perturbed, comments dropped), each judged by the env's verifier, only valid ones kept; one "
+        "pass of weighted SFT on the LoRA adapter (defaults: --sft-steps 12 --batch-size 8 "
+        "--micro-batch-size 1 --lr 5e-4); the adapter is saved to <run-dir>/adapter. Use it with "
+        "`train --warm-start <run-dir>/adapter` or `--policy-kwargs '{\"adapter\": \"<run-dir>/adapter\"}'`. "
+        "--heldout envs are only recorded (kept out of the data); benchmarks/llm_outcomes.py measures them.",
+    )
+    w.add_argument("--warmup", action="store_true", help="run a warm start instead of IRFT rounds")
+    w.add_argument("--variants", type=int, default=None, help="valid programs kept per env (default 24)")
 
 
 def _given(args: argparse.Namespace) -> dict:
@@ -205,6 +216,8 @@ def config_from_args(args: argparse.Namespace) -> Any:
         raise ValueError(f"--workers must be >= 1, got {args.workers}")
     given = _given(args)
     stored = check_run_dir(args.run_dir, resume=args.resume)
+    if args.resume and stored.get("warmup"):
+        raise ValueError(f"{args.run_dir} holds a warm start: resume it with --warmup")
     if args.resume:
         clash = {
             k: (stored.get(k), v)
@@ -302,6 +315,84 @@ def _error(text: str) -> None:
     print(f"discoverygym post-train: error: {text}", file=sys.stderr)
 
 
+_WARMUP_FLAGS = ("rounds", "trajectories", "steps", "candidates", "selector", "top_percent", "credit",
+                 "credit_scope", "eval_trajectories", "eval_steps", "eval_candidates", "env_kwargs")
+
+
+def warmup_config_from_args(args: argparse.Namespace) -> Any:
+    """The :class:`~discoverygym.agents.irft.warmup.WarmupConfig` of ``--warmup`` flags (the defaults of
+    the dataclass where a flag is not given; with --resume the stored one is used by the run).
+
+    Raises:
+        ValueError: an IRFT-only flag (--rounds, --trajectories...), a missing --problems, or a
+            configuration :meth:`WarmupConfig.validate` refuses.
+    """
+    from discoverygym.agents.irft.warmup import WarmupConfig, _default_sft
+    from dataclasses import replace
+
+    given = _given(args)
+    extra = [k for k in _WARMUP_FLAGS if k in given]
+    if extra:
+        raise ValueError(f"--warmup takes no IRFT search flags: {', '.join('--' + k.replace('_', '-') for k in extra)}")
+    if args.resume:
+        return None
+    if not given.get("problems"):
+        raise ValueError("--problems is required for a new run")
+    sft = replace(_default_sft(), **given.pop("sft", {}))
+    if args.variants is not None:
+        given["variants"] = args.variants
+    config = WarmupConfig(**given, sft=sft)
+    config.validate()
+    return config
+
+
+def _run_warmup(args: argparse.Namespace, console: Console) -> int:
+    """``post-train --warmup``: build the data, run the SFT, print the summary table (exit code)."""
+    from discoverygym.agents.irft.warmup import run_warmup
+
+    try:
+        config = warmup_config_from_args(args)
+        if config is None:  # --resume: the stored configuration
+            from discoverygym.agents.irft.loop import check_run_dir
+            from discoverygym.agents.irft.warmup import WarmupConfig
+
+            stored = check_run_dir(args.run_dir, resume=True)
+            if not stored.get("warmup"):
+                raise ValueError(f"{args.run_dir} holds an IRFT post-train run: resume it without --warmup")
+            config = WarmupConfig.from_json(stored)
+    except (ValueError, TypeError) as exc:
+        _error(str(exc))
+        return 2
+    try:
+        summary = run_warmup(config, args.run_dir, resume=args.resume,
+                             progress=lambda m: console.print(f"[post-train --warmup] {m}"))
+    except ValueError as exc:
+        _error(str(exc))
+        return 2
+    except KeyboardInterrupt:
+        print(f"\ninterrupted; continue with: {resume_command(args, ['post-train', '--run-dir', str(args.run_dir)])}",
+              file=sys.stderr)
+        return 130
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    table = Table(title="warm-start data (rule-made variants judged by each env's verifier)")
+    for col in ("env", "judged", "valid kept", "distinct scores", "start score", "best kept"):
+        table.add_column(col)
+    for st in summary["data"]:
+        table.add_row(st["env"], str(st["tried"]), str(st["valid"]), str(st["distinct_scores"]),
+                      f"{st['start_score']:.6g}" if st.get("start_score") is not None else "-",
+                      f"{st['best']:.6g}" if st.get("best") is not None else "-")
+    console.print(table)
+    sft = summary.get("sft") or {}
+    losses = sft.get("losses") or []
+    console.print(f"SFT: {summary['examples']} examples, {sft.get('steps')} steps, loss "
+                  f"{losses[0]:.3g} -> {losses[-1]:.3g}" if losses else f"SFT: {sft}")
+    console.print(f"adapter: {summary['adapter']}  (train --warm-start {summary['adapter']}; "
+                  f"held out: {', '.join(summary['heldout']) or 'none'}); {summary['wall_s']:.0f} s")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     """Execute ``discoverygym post-train`` with parsed ``args``; returns the exit code.
 
@@ -312,6 +403,8 @@ def run(args: argparse.Namespace) -> int:
     from discoverygym.errors import BackendUnavailable
 
     console = Console(stderr=bool(args.json))
+    if getattr(args, "warmup", False):
+        return _run_warmup(args, console)
     try:
         from discoverygym.agents.irft.loop import IRFT
 
