@@ -85,7 +85,7 @@ from discoverygym.agents.objectives import (
 )
 from discoverygym.agents.policies.llm import LLMSample
 from discoverygym.agents.train_log import TrainLog
-from discoverygym.envs.operators.deadline import WithDeadline, step_reserve
+from discoverygym.envs.operators.deadline import WithDeadline, deadline_at, step_reserve
 from discoverygym.io import atomic_write_json, available_cpus, limit_native_threads
 from discoverygym.outcomes import classify, count_outcomes, failure_tier_reward
 from discoverygym.policy import Sample, SamplingContext, edit_stats
@@ -251,7 +251,8 @@ class Trainer:
         contexts = [SamplingContext(parent=s, inspirations=(s,), problem=self.problem, action_mode=cfg.action_mode,
                                     trajectory=g, step=self.step_index) for g, s in enumerate(starts)]
         # 2. rollouts
-        samples = [list(group) for group in self.sampler.sample(contexts, cfg.group_size, self.rng)]
+        with deadline_at(self._wall(self._ops_deadline)):  # a budget run: LLM sampling stops there
+            samples = [list(group) for group in self.sampler.sample(contexts, cfg.group_size, self.rng)]
         t_eval = time.perf_counter()
         sample_s = t_eval - t0
         # 3. evaluation, recorded in the archive in rollout order
@@ -408,6 +409,12 @@ class Trainer:
         self.last_rollout_s = [float(r.busy_s) for r in results]
         return children
 
+    @staticmethod
+    def _wall(when: float | None) -> float | None:
+        """A ``time.perf_counter()`` moment as ``time.time()`` seconds (what
+        :func:`~discoverygym.envs.operators.deadline.deadline_at` takes); ``None`` stays ``None``."""
+        return None if when is None else time.time() + (when - time.perf_counter())
+
     def _close_pool(self) -> None:
         if self._pool is not None:
             self._pool.close(cancel=True)
@@ -435,7 +442,11 @@ class Trainer:
         scored: operator jobs run under the deadline less a reserve for the step's verification and
         update (:func:`step_reserve`) and return their best so far there
         (:mod:`~discoverygym.envs.operators.deadline`), and no step starts once that point has
-        passed. What still ends past the deadline is reported as ``perf/late_s`` and
+        passed. The same point ends LLM sampling (an ``hf:`` policy stops every row at the token
+        during which it passed; the rows are judged as they are), and the deadline itself caps
+        each sandboxed program's timeout and ends the LLM update (between micro-batches, with no
+        step taken), through :func:`~discoverygym.envs.operators.deadline.deadline_at` around the
+        step. What still ends past the deadline is reported as ``perf/late_s`` and
         :attr:`TrainResult.late_s`. The TensorBoard writer is always closed.
         """
         t0 = time.perf_counter()
@@ -448,7 +459,8 @@ class Trainer:
                     self._ops_deadline = deadline - reserve
                     if time.perf_counter() >= self._ops_deadline:
                         break
-                metrics = self.train_step()
+                with deadline_at(self._wall(deadline)):  # sandboxed runs and the LLM update stop there
+                    metrics = self.train_step()
                 t_log = time.perf_counter()
                 if deadline is not None:
                     metrics["perf/late_s"] = max(0.0, t_log - deadline)

@@ -86,7 +86,8 @@ class SandboxLimits:
 
     Attributes:
         timeout_s: wall-clock limit in seconds, start-up included; after it the whole process
-            tree is killed (SIGKILL).
+            tree is killed (SIGKILL). Capped by the wall deadline of a budget run when one is set
+            (:func:`~discoverygym.envs.operators.deadline.deadline_at`; the error then says so).
         memory_mb: address-space limit (``RLIMIT_AS``) of the child in MiB; allocations beyond it
             raise ``MemoryError`` in the program. Python plus numpy needs about 150.
         cpu_s: CPU-time limit (``RLIMIT_CPU``) in seconds; ``None`` means ``ceil(timeout_s) + 1``.
@@ -544,6 +545,17 @@ def _command(workdir: str, limits: SandboxLimits, backend: str) -> list[str]:
     return python
 
 
+def _run_deadline_left() -> float:
+    """Seconds left before the wall deadline of the run this process serves (``inf`` without one).
+
+    A budget run (``discoverygym train --budget-s``) sets it around each step
+    (:func:`~discoverygym.envs.operators.deadline.deadline_at`); a program's timeout is capped by
+    it, so that no program runs past the budget. Read without importing the env package.
+    """
+    deadline = sys.modules.get("discoverygym.envs.operators.deadline")
+    return deadline.remaining() if deadline is not None else math.inf
+
+
 def _new_token() -> str:
     """A fresh random token identifying one run's processes."""
     return uuid.uuid4().hex
@@ -565,7 +577,12 @@ def _run_in(workdir: str, source: str, entry: str, kwargs_text: str, limits: San
             finally:
                 os.close(status_w)  # the child holds the write end now
                 status_w = -1
-            status, timed_out = _wait(proc, status_r, start + limits.timeout_s, backend)
+            until = start + limits.timeout_s
+            left = _run_deadline_left()
+            cut = left < limits.timeout_s  # a budget run's wall deadline comes first (issue 49)
+            if cut:
+                until = start + max(0.0, left)
+            status, timed_out = _wait(proc, status_r, until, backend)
             elapsed = time.monotonic() - start
             if timed_out or not status.get("clean"):
                 _sweep(token)
@@ -574,7 +591,10 @@ def _run_in(workdir: str, source: str, entry: str, kwargs_text: str, limits: San
         for fd in (status_r, status_w):
             if fd >= 0:
                 os.close(fd)
-    if timed_out:
+    if timed_out and cut:
+        ok, value, error = False, None, (f"timed out at the run's wall deadline after {elapsed:.1f} s (its "
+                                         f"own limit {float(limits.timeout_s)} s)")
+    elif timed_out:
         ok, value, error = False, None, f"timed out after {float(limits.timeout_s)} s (wall clock)"
     elif not status:
         ok, value, error = False, None, _abnormal_end("ended abnormally", proc.returncode, stderr)
