@@ -32,6 +32,8 @@ def test_the_audit_table_lists_both_probes_rejected(monkeypatch):
     from discoverygym.audit import runner
 
     monkeypatch.setattr(runner, "library", list)  # the other families are tested in test_audit.py
+    monkeypatch.setattr(runner, "CERTIFY_PROBES", ())  # and in test_audit_certify_resume.py
+    monkeypatch.setattr(runner, "RESUME_PROBES", ())
     rows = audit(ENV)
     assert {(r.env, r.attack, r.observed) for r in rows} == {
         (ENV, "forged-log", "rejected"), (ENV, "report-injection", "rejected"),
