@@ -119,7 +119,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--polish-kwargs", type=json_value, default=None, help="polisher arguments as JSON")
     p.add_argument("--budget-s", type=float, default=None,
                    help="wall-clock budget per run (seconds), kept: operators stop at the deadline with their best so "
-                   "far and no step starts past it; what still lands late is counted (late) and warned about")
+                   "far, LLM sampling, sandboxed programs and the LLM update stop there too, and no step starts "
+                   "past it; what still lands late is counted (late) and warned about")
     p.add_argument("--credit", choices=CREDIT_CHOICES, default=None,
                    help="what the objective ranks within a group: reward (default, TTT-Discover) or progress-rate "
                    "(each rollout's gain over its start per second of its wall time: cheap moves that gain as "
