@@ -212,11 +212,18 @@ class RunWriter:
 
 def _events(run_dir: Path) -> Iterable[Any]:
     """Every event of the ``events.out.tfevents.*`` files in ``run_dir`` (TFRecord framing), in
-    file-name order."""
+    file-name order. Each file is opened once and checked on the descriptor (a regular file within
+    :data:`~discoverygym.io.MAX_RUN_FILE_BYTES`, :func:`~discoverygym.io.read_input_bytes`); one that
+    is not (a FIFO or a device planted as an event file) is skipped."""
     from tensorboardX.proto import event_pb2
 
+    from discoverygym.io import MAX_RUN_FILE_BYTES, read_input_bytes
+
     for path in sorted(Path(run_dir).glob("events.out.tfevents.*")):
-        data, pos = path.read_bytes(), 0
+        try:
+            data, pos = read_input_bytes(path, MAX_RUN_FILE_BYTES), 0
+        except ValueError:
+            continue
         while pos + 12 <= len(data):
             (length,) = struct.unpack("<Q", data[pos: pos + 8])
             yield event_pb2.Event.FromString(data[pos + 12: pos + 12 + length])
