@@ -102,10 +102,12 @@ def build_learners(config: TrainConfig, start: State, problem: Any) -> tuple[Any
              "micro_batch": llm.micro_batch, "lr": config.lr, "adam_beta1": config.adam_beta1,
              "adam_beta2": config.adam_beta2, "adam_eps": config.adam_eps, "seed": config.seed,
              "edit_format": llm.edit_format}
+    if llm.warm_start is not None and backend != "hf":
+        raise ValueError(f"--warm-start needs an hf: policy (it merges an adapter into local weights), got {config.policy!r}")
     if backend == "hf":
         from discoverygym.agents.policies.hf import HFPolicy
 
-        policy = HFPolicy(target, **hf_kw)
+        policy = HFPolicy(target, warm_start=llm.warm_start, shared_prompt=llm.shared_prompt, **hf_kw)
         return policy, policy
     if backend == "tinker":
         from discoverygym.agents.policies.tinker_policy import TinkerPolicy

@@ -130,6 +130,10 @@ class LLMConfig:
     micro_batch: int = 1  # sequences per backward (gradient accumulation; 1: least memory, issue 49)
     device: str = "auto"
     train_model: str | None = None  # the local HF model that learns for openai:/vllm: samplers
+    # a LoRA adapter directory merged into the base before training (post-train --warmup's adapter; hf: only)
+    warm_start: str | None = None
+    # a group that answers one prompt is scored with the prompt run once (hf: only; same gradient, less time)
+    shared_prompt: bool = False
     # LLM responses: whole programs (full) or SEARCH/REPLACE blocks against the parent (diff; Aider/OpenEvolve)
     edit_format: str = "full"
     log_samples: int = 4  # unused since samples.jsonl keeps every response (issue 39); kept so old configs load

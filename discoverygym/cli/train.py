@@ -147,6 +147,13 @@ def _llm_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--micro-batch", type=int, default=None,
                    help="sequences per backward pass (default 1: least memory; gradient accumulation)")
     g.add_argument("--llm-device", default=None, help="device of the local model: auto (default), cpu, cuda")
+    g.add_argument("--warm-start", default=None, metavar="DIR",
+                   help="a LoRA adapter merged into the base model before training (hf: only), e.g. the "
+                   "<run_dir>/adapter of `discoverygym post-train --warmup`: the warm model is the KL "
+                   "reference and a fresh adapter learns on top")
+    g.add_argument("--shared-prompt", action="store_const", const=True, default=None,
+                   help="score a group that answers one prompt with the prompt run once (hf: only; the same "
+                   "gradient; several times faster when the prompt is longer than the answers, more memory at once)")
     g.add_argument("--train-model", default=None,
                    help="local model that trains the LoRA adapter for openai:/vllm: samplers (path or hub id)")
     g.add_argument("--eval-workers", type=int, default=None,
@@ -197,7 +204,7 @@ _FIELDS = (("steps", "steps"), ("groups", "groups"), ("group_size", "group_size"
            ("lora_rank", "lora_rank"), ("thinking_budget", "thinking_budget"), ("micro_batch", "micro_batch"),
            ("llm_device", "device"), ("train_model", "train_model"), ("task_options", "env_kwargs"),
            ("eval_workers", "eval_workers"), ("edit_format", "edit_format"), ("credit", "credit"),
-           ("failure_tiers", "failure_tiers"))
+           ("failure_tiers", "failure_tiers"), ("warm_start", "warm_start"), ("shared_prompt", "shared_prompt"))
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -677,4 +684,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-

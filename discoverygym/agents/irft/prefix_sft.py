@@ -57,7 +57,7 @@ def run_prefix_sft(model: Any, examples: Sequence[dict], settings: SFTSettings, 
     """
     import torch
 
-    from discoverygym.agents.policies.prefix import shared_prompt_logprobs
+    from discoverygym.agents.policies.prefix import checkpointing_off, shared_prompt_logprobs
 
     settings.validate()
     data = [e for e in examples if float(e["weight"]) != 0.0 and len(e["completion_ids"]) > 0]
@@ -67,10 +67,6 @@ def run_prefix_sft(model: Any, examples: Sequence[dict], settings: SFTSettings, 
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=settings.lr, weight_decay=0.0)
     rng = np.random.default_rng(settings.seed)
-    causal = model.get_base_model() if hasattr(model, "get_base_model") else model
-    checkpointing = bool(getattr(causal, "is_gradient_checkpointing", False))
-    if checkpointing:  # the shared prompt's KV cache is what the completions attend to
-        causal.gradient_checkpointing_disable()
     order: list[int] = []
     model.train()
     try:
@@ -89,7 +85,9 @@ def run_prefix_sft(model: Any, examples: Sequence[dict], settings: SFTSettings, 
             opt.zero_grad(set_to_none=True)
             total = 0.0
             for prompt, rows in groups.items():
-                logp, mask = shared_prompt_logprobs(model, prompt, [r["completion_ids"] for r in rows], pad_id=pad_id)
+                with checkpointing_off(model):  # the completions attend to the shared prompt's KV cache
+                    logp, mask = shared_prompt_logprobs(model, prompt, [r["completion_ids"] for r in rows],
+                                                        pad_id=pad_id)
                 nll = -logp.sum(-1)
                 w = torch.tensor([float(r["weight"]) for r in rows], device=nll.device)
                 # the batch loss (weighted_loss over the whole batch) is linear in each group's part
@@ -104,6 +102,4 @@ def run_prefix_sft(model: Any, examples: Sequence[dict], settings: SFTSettings, 
                 on_log(step + 1, {"loss": total, "learning_rate": _lr_at(step, settings), "grad_norm": grad_norm})
     finally:
         model.eval()
-        if checkpointing:
-            causal.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     return summary

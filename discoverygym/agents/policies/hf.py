@@ -180,6 +180,20 @@ def load_model_and_tokenizer(model: str | os.PathLike, *, device: str = "cpu", d
     return lm.to(device).eval(), tokenizer
 
 
+def merge_adapter(base: Any, path: str | os.PathLike) -> Any:
+    """``base`` with the LoRA adapter saved in ``path`` merged into its weights (``peft``'s
+    ``merge_and_unload``): a plain model again, on which a fresh adapter can be made.
+
+    Raises:
+        FileNotFoundError: ``path`` holds no ``adapter_config.json``.
+    """
+    _, _, peft = _imports()
+    folder = Path(path)
+    if not (folder / "adapter_config.json").is_file():
+        raise FileNotFoundError(f"no adapter in {folder} (adapter_config.json missing)")
+    return peft.PeftModel.from_pretrained(base, str(folder)).merge_and_unload()
+
+
 class HFPolicy:
     """LLM policy on transformers + peft LoRA (sampling with log-probs, TTT-Discover LoRA training).
 
@@ -204,7 +218,16 @@ class HFPolicy:
         system: optional system message.
         edit_format: ``"full"`` (whole programs) or ``"diff"`` (SEARCH/REPLACE blocks against the
             parent; :mod:`~discoverygym.agents.policies.edits`).
-        adapter: a saved adapter directory to start from.
+        adapter: a saved adapter directory to start from (loaded into the trainable adapter; its rank
+            and targets must match).
+        warm_start: a saved adapter directory (e.g. ``discoverygym post-train --warmup``'s
+            ``<run_dir>/adapter``) merged into the base weights before a fresh adapter is made, so that
+            the warm model is π_base of the KL term and what training changes starts at zero.
+        shared_prompt: an update whose samples all answer one prompt (a TTT-Discover group) runs the
+            prompt once and the completions on its KV cache, in one pass (``micro_batch`` is not used
+            then; :mod:`~discoverygym.agents.policies.prefix`): the same gradient, a fraction of the
+            time when the prompt is longer than the answers (off by default: its activations are
+            those of the whole group at once).
         seed: seeds the LoRA initialisation.
         stop_at_answer: end a response as soon as its code block closes and it reads as a finished
             answer (:func:`~discoverygym.agents.prompts.answer_complete`): the rules ask for one block
@@ -257,6 +280,8 @@ class HFPolicy:
         adam_eps: float = 1e-8,
         system: str | None = None,
         adapter: str | os.PathLike | None = None,
+        warm_start: str | os.PathLike | None = None,
+        shared_prompt: bool = False,
         seed: int = 0,
         edit_format: str = "full",
         stop_at_answer: bool = True,
@@ -286,6 +311,10 @@ class HFPolicy:
         self.stop_at_answer = bool(stop_at_answer)
         self.answer_prefix = answer_prefix
         base, self.tokenizer = load_model_and_tokenizer(model, device=self.device, dtype=dtype)
+        self.warm_start = None if warm_start is None else str(warm_start)
+        self.shared_prompt = bool(shared_prompt)
+        if warm_start is not None:
+            base = merge_adapter(base, warm_start)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             config = peft.LoraConfig(r=lora_rank, lora_alpha=lora_alpha or lora_rank, lora_dropout=0.0,
@@ -599,6 +628,8 @@ class HFPolicy:
 
         if not samples:
             return {"loss": 0.0, "kl": 0.0, "tokens": 0, "grad_norm": 0.0}
+        if self.shared_prompt and len(samples) > 1 and len({tuple(s.prompt_ids) for s in samples}) == 1:
+            return self._train_step_shared(samples, advantages, kl_coef=kl_coef)
         old_lp, mask = pad_behaviour(samples)
         old_lp, mask = old_lp.to(self.device), mask.to(self.device)
         mb = max(1, self.micro_batch)
@@ -630,6 +661,40 @@ class HFPolicy:
         n_tok = int(mask.sum())
         self._stats = {"kl": float(delta[mask].mean()) if n_tok else 0.0, "grad_norm": grad_norm}
         return {"loss": total, "kl": self._stats["kl"], "tokens": n_tok, "grad_norm": grad_norm}
+
+    def _train_step_shared(self, samples: Sequence[LLMSample], advantages: Any, *, kl_coef: float) -> dict[str, float]:
+        """:meth:`train_step` for samples that answer one prompt (a TTT-Discover group): the prompt runs
+        once and every completion on its KV cache (:func:`~discoverygym.agents.policies.prefix.shared_prompt_logprobs`:
+        the same log-probs and gradient as per-sequence passes), one backward pass for the group.
+        Gradient checkpointing is off for the call (it would drop the cache)."""
+        torch, _, _ = _imports()
+        from discoverygym.agents.losses import importance_sampling_loss, pad_behaviour, token_advantages
+        from discoverygym.agents.policies.prefix import checkpointing_off, shared_prompt_logprobs
+
+        old_lp, mask = pad_behaviour(samples)
+        old_lp, mask = old_lp.to(self.device), mask.to(self.device)
+        prompt, comps = list(samples[0].prompt_ids), [list(s.completion_ids) for s in samples]
+        pad = self.tokenizer.pad_token_id or 0
+        width = old_lp.shape[1]
+        with torch.no_grad(), self.model.disable_adapter():
+            base_lp, _ = shared_prompt_logprobs(self.model, prompt, comps, temperature=self.temperature, pad_id=pad)
+        base_lp = torch.nn.functional.pad(base_lp, (0, width - base_lp.shape[1]))[:, :width]
+        a_tok, delta = token_advantages(torch.as_tensor(advantages, device=self.device), old_lp, base_lp, mask, kl_coef)
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        try:
+            with checkpointing_off(self.model):
+                new_lp, _ = shared_prompt_logprobs(self.model, prompt, comps, temperature=self.temperature, pad_id=pad)
+                w = new_lp.shape[1]
+                loss = (self.loss or importance_sampling_loss)(new_lp, old_lp[:, :w], a_tok[:, :w], mask[:, :w])
+                loss.backward()
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(self.parameters(), float("inf")))
+            self.optimizer.step()
+        finally:
+            self.model.eval()
+        n_tok = int(mask.sum())
+        self._stats = {"kl": float(delta[mask].mean()) if n_tok else 0.0, "grad_norm": grad_norm}
+        return {"loss": float(loss.detach()), "kl": self._stats["kl"], "tokens": n_tok, "grad_norm": grad_norm}
 
     def stats(self) -> dict[str, float]:
         """Scalars of the last update (``kl``, ``grad_norm``)."""
@@ -692,4 +757,4 @@ class HFPolicy:
     def config(self) -> dict[str, Any]:
         """Constructor arguments that matter for rebuilding (JSON)."""
         return {"model": self.model_id, "temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
-                "thinking_budget": self.thinking_budget}
+                "thinking_budget": self.thinking_budget, "warm_start": self.warm_start}

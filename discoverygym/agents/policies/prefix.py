@@ -17,10 +17,34 @@ Source: ours (prefix sharing as in vLLM's prefix caching, applied to training).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["shared_prompt_logprobs"]
+__all__ = ["checkpointing_off", "shared_prompt_logprobs"]
+
+
+@contextlib.contextmanager
+def checkpointing_off(model: Any) -> Iterator[None]:
+    """Turn the model's activation (gradient) checkpointing off inside the block and back on after
+    (non-reentrant), if it was on: in training, transformers drops the KV cache under checkpointing,
+    and :func:`shared_prompt_logprobs` needs it. Works on a ``peft`` model or a plain one."""
+    causal = model.get_base_model() if hasattr(model, "get_base_model") else model
+    if hasattr(type(causal), "is_activation_checkpointing"):  # transformers >= 5.x names
+        on = bool(causal.is_activation_checkpointing)
+        disable, enable = causal.activation_checkpointing_disable, causal.activation_checkpointing_enable
+        kwargs = {"activation_checkpointing_kwargs": {"use_reentrant": False}}
+    else:
+        on = bool(getattr(causal, "is_gradient_checkpointing", False))
+        disable, enable = causal.gradient_checkpointing_disable, causal.gradient_checkpointing_enable
+        kwargs = {"gradient_checkpointing_kwargs": {"use_reentrant": False}}
+    if on:
+        disable()
+    try:
+        yield
+    finally:
+        if on:
+            enable(**kwargs)
 
 
 def _cache_of(result: Any) -> tuple[str, Any]:
