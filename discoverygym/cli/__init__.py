@@ -25,6 +25,7 @@ from typing import Any
 import gymnasium as gym
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from discoverygym.cli import audit as audit_cli
@@ -240,21 +241,22 @@ def _evaluate_command(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         print(json.dumps(_json_safe(result), default=str, allow_nan=False))
         return 0
-    table = Table(title=f"{problem.title} — {path.name}", show_header=False)
+    # the file name, an error a program raised and its metrics are text, never rich markup
+    table = Table(title=f"{problem.title} — {escape(path.name)}", show_header=False)
     table.add_row("valid", "[green]yes[/]" if state.valid else "[red]no[/]")
     if state.valid:
         table.add_row(problem.quantity, f"{state.score:.16g}")
         table.add_row("reward", f"{state.reward:.16g}")
     else:
-        table.add_row("error", state.error or "")
+        table.add_row("error", escape(state.error or ""))
     table.add_row("published best", f"{problem.sota['value']} ({problem.sota['source']})"
                   + (f"; {metrics['proxy_note']}" if metrics.get("proxy") and metrics.get("proxy_note") else ""))
     for key in ("n", "method", "strict_valid", "rel_error_bound", "elapsed_s", "sandbox_s"):
         if key in metrics:
-            table.add_row(key, str(metrics[key]))
+            table.add_row(key, escape(str(metrics[key])))
     if hasattr(problem, "report"):
         for label, value in problem.report(state):
-            table.add_row(label, value)
+            table.add_row(escape(str(label)), escape(str(value)))
     cases = metrics.get("cases")
     if isinstance(cases, list) and cases and all(isinstance(c, dict) for c in cases):
         console.print(_cases_table(cases))  # the per-case table first: the summary ends the output
@@ -267,9 +269,9 @@ def _cases_table(cases: list[dict]) -> Table:
     columns = list(dict.fromkeys(k for c in cases for k in c))
     table = Table(title=f"{len(cases)} cases")
     for col in columns:
-        table.add_column(col)
+        table.add_column(escape(str(col)))
     for c in cases:
-        table.add_row(*(str(c.get(col, "")) for col in columns))
+        table.add_row(*(escape(str(c.get(col, ""))) for col in columns))
     return table
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from discoverygym.cli.common import UsageError
@@ -143,11 +144,12 @@ def _check_run_env(data: object, env_id: str, file: str) -> None:
 
 
 def _table(cert: dict) -> Table:
-    """The certificate as a two-column table for people."""
-    table = Table(title=f"certificate: {cert['env_id']} — {Path(cert['source']).name}", show_header=False)
+    """The certificate as a two-column table for people (the file's name, its claims and the broken rule,
+    which may quote the file, as text: never rich markup)."""
+    table = Table(title=f"certificate: {cert['env_id']} — {escape(Path(cert['source']).name)}", show_header=False)
     if not cert["valid"]:
         table.add_row("valid", "[red]no[/]")
-        table.add_row("error", cert["error"])
+        table.add_row("error", escape(str(cert["error"])))
     else:
         table.add_row("valid", "[green]yes[/] (exact arithmetic)")
         table.add_row("certified value", cert["value"])
@@ -161,8 +163,8 @@ def _table(cert: dict) -> Table:
                       f"{verdict['text']}")
     for claim in cert.get("claims") or ([cert["claim"]] if cert.get("claim") else []):
         style = {"overstated": "[red]", "consistent": "[green]", "unreadable": "[red]"}.get(claim["verdict"], "")
-        text = f"{claim['claimed']} ({claim.get('key', 'claimed')}): {style}{claim['verdict']}[/]" if style else \
-            f"{claim['claimed']} ({claim.get('key', 'claimed')}): {claim['verdict']}"
+        said = f"{escape(str(claim['claimed']))} ({escape(str(claim.get('key', 'claimed')))})"
+        text = f"{said}: {style}{claim['verdict']}[/]" if style else f"{said}: {claim['verdict']}"
         if claim["verdict"] == "overstated":
             from discoverygym.records import RECORDS
 
