@@ -26,8 +26,9 @@ def train_summary(config: Any, result: Any, problem: Any, run_dir: Path) -> dict
     Returns:
         ``env_id``, ``config``, ``policy``, ``steps``, ``elapsed_s``, ``initial_score``, ``best_score``
         (``None`` when no valid state), ``record`` and ``record_source``, ``gap_to_record``
-        (:meth:`Direction.gap <discoverygym.types.Direction.gap>`, ``None`` without a record or for a
-        proxy score), ``beats_record`` (a new record: :func:`discoverygym.rewards.certify.state.judge_state`, the
+        (:meth:`Direction.gap <discoverygym.types.Direction.gap>` convention: the judgment's gap, from
+        the certified value where there is a certifier, else the float64 score's; ``None`` without a
+        record or for a proxy score), ``beats_record`` (a new record: :func:`discoverygym.rewards.certify.state.judge_state`, the
         judgment ``certify`` gives for ``best.json``; a run started from the record itself ties with it,
         and one started from a construction that already beats it says so), ``verdict`` (that judgment in words),
         ``proxy`` (the best state's ``metadata["proxy"]``: a CPU-timing proxy score of a kernel env,
@@ -47,7 +48,10 @@ def train_summary(config: Any, result: Any, problem: Any, run_dir: Path) -> dict
         "env_id": config.env_id, "config": config.name, "policy": config.policy, "steps": result.steps,
         "elapsed_s": result.elapsed_s, "initial_score": start, "best_score": best, "record": record,
         "record_source": problem.sota.get("source"),
-        "gap_to_record": sense.gap(best, record) if best is not None and has_record and not proxy else None,
+        # the judgment's gap where it has one (the certified value; a tolerance-valid packing's strict
+        # lower bound), so the gap never says "beaten" where the verdict says "no"
+        "gap_to_record": (verdict.gap if verdict.gap is not None and verdict.outcome != "none" else sense.gap(best, record))
+        if best is not None and has_record and not proxy else None,
         "beats_record": verdict.is_record, "verdict": verdict.text(),
         "proxy": proxy,
         "improved": improved, "run_dir": str(run_dir), "best_file": str(Path(run_dir) / "best.json"),

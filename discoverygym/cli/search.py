@@ -445,15 +445,21 @@ def _record_line(problem: Any, best: State | None, env_id: str | None = None) ->
     proxy = best.metadata.get("proxy") if best is not None and best.valid else None
     if proxy:
         return text + f"; best is a {str(proxy).upper()} proxy score, not comparable with it"
-    if finite and best is not None and best.valid and best.score is not None:
-        sense = Direction(getattr(problem, "direction", "max"))
-        text += f"; gap to record {sense.gap(best.score, record):+.3e} ({sense.comparative} is better)"
+    verdict = None
     if env_id is not None:
         from discoverygym.rewards.certify.state import judge_state
 
         verdict = judge_state(env_id, problem, best)
-        if verdict.outcome != "none":  # the one judgment, as certify gives it for best.json
-            text += f"\nbeats the record? {'yes' if verdict.is_record else 'no'}: {verdict.text()}"
+        if verdict.outcome == "none":
+            verdict = None
+    if finite and best is not None and best.valid and best.score is not None:
+        sense = Direction(getattr(problem, "direction", "max"))
+        # the judgment's gap where there is one (the certified value, a tolerance-valid packing's strict
+        # lower bound), so this line never says "beaten" where the verdict below says "no"
+        gap = verdict.gap if verdict is not None and verdict.gap is not None else sense.gap(best.score, record)
+        text += f"; gap to record {gap:+.3e} ({sense.comparative} is better)"
+    if verdict is not None:  # the one judgment, as certify gives it for best.json
+        text += f"\nbeats the record? {'yes' if verdict.is_record else 'no'}: {verdict.text()}"
     return text
 
 
