@@ -265,7 +265,7 @@ def part_g8_t256(args: argparse.Namespace) -> dict:
         import torch
 
         u = time.perf_counter()
-        tokens = trainer.learner.train_step(trainer.last_batch.samples(), torch.tensor([1.0, -1.0] * 4),
+        tokens = trainer.learner.train_step(trainer.last_batch.samples, torch.tensor([1.0, -1.0] * 4),
                                             kl_coef=cfg.kl_coef)["tokens"]
         train_s = time.perf_counter() - u
     wall = time.perf_counter() - t
@@ -355,6 +355,20 @@ def _run_part(part: str, args: argparse.Namespace) -> dict:
     if not lines:
         return {f"{part}_error": f"exit code {proc.returncode}, no result"}
     return json.loads(lines[-1])
+
+
+def _part_of(key: str) -> str | None:
+    """Which part (:data:`PARTS`) produces the result key ``key`` (``None``: the driver's own keys)."""
+    if key.startswith(("sampler_", "generate_", "sample_ratio", "first_token", "decode_", "sampling_", "prompt_tokens",
+                       "peak_rss_mb_sampling", "sampling_error")):
+        return "sampling"
+    if key.startswith(("g8_t256", "peak_rss_mb_g8")):
+        return "g8_t256"
+    if key.startswith(("trl_", "peak_rss_mb_trl")):
+        return "trl"
+    if key.startswith(("discoverygym_", "profile")) or key == "peak_rss_mb":
+        return "discoverygym"
+    return None
 
 
 def _commit() -> str:
@@ -452,6 +466,10 @@ def _write_md(result: dict, line: str, args: argparse.Namespace) -> None:
         lines += ["TRL's own timers per step (`profiling/Time taken`, mean of the timed steps, seconds; nested):", "",
                   "| " + " | ".join(trl_prof) + " |", "|" + "---|" * len(trl_prof),
                   "| " + " | ".join(f"{v:.2f}" for v in trl_prof.values()) + " |", ""]
+    prev = result.get("previous")
+    if prev:
+        lines += [(f"The {', '.join(prev['parts'])} part(s) come from an earlier run ({prev.get('date')}, load "
+                   f"average {prev.get('load_avg')}; `--previous`), the others from this one."), ""]
     errors = {k: v for k, v in result.items() if k.endswith("_error")}
     if errors:
         lines += ["Errors:", ""] + [f"- `{k}`: {v}" for k, v in errors.items()] + [""]
@@ -478,6 +496,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lora-rank", type=int, default=None, help="train: LoRA rank (default LLMConfig's)")
     parser.add_argument("--trl-checkpointing", choices=("on", "off"), default="on",
                         help="TRL: gradient checkpointing (default on: GRPOConfig's default, and discoverygym's)")
+    parser.add_argument("--parts", default="", help=f"comma-separated parts to run now (default all: {','.join(PARTS)})")
+    parser.add_argument("--previous", default=None, metavar="FILE",
+                        help="a JSON line of an earlier run: the results of the parts not run now come from it")
     parser.add_argument("--note", default="", help="a paragraph for the results file (with --write)")
     parser.add_argument("--repeats", type=int, default=2, help="timed calls / steps after the warm-up (>= 2)")
     parser.add_argument("--seed", type=int, default=0)
@@ -506,7 +527,14 @@ def main(argv: list[str] | None = None) -> int:
     import transformers
 
     result: dict[str, Any] = {"load_avg": [round(x, 2) for x in os.getloadavg()]}
-    for part in PARTS:
+    parts = args.parts.split(",") if args.parts else list(PARTS)
+    if args.previous:  # the keys of the parts not run now, from an earlier JSON line
+        keep = [k for k in PARTS if k not in parts]
+        earlier = json.loads(Path(args.previous).read_text().strip().splitlines()[-1])
+        result["previous"] = {"file": str(args.previous), "parts": keep, "date": earlier.get("date"),
+                              "load_avg": earlier.get("load_avg")}
+        result.update({k: v for k, v in earlier.items() if _part_of(k) in keep})
+    for part in parts:
         result.update(_run_part(part, args))
     if "trl_step_s" in result and "discoverygym_step_s" in result:
         result["train_step_ratio_vs_trl"] = result["trl_step_s"] / result["discoverygym_step_s"]

@@ -16,7 +16,6 @@ Requires the ``llm`` extra (``pip install 'discoverygym[llm]'``).
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import ctypes.util
 import functools
@@ -55,43 +54,31 @@ def _imports() -> tuple[Any, Any, Any]:
     return torch, transformers, peft
 
 
-#: glibc ``mallopt`` parameter numbers (malloc.h) and the thresholds :func:`_unpooled_blocks` sets
-_M_MMAP_THRESHOLD, _UPDATE_MMAP_THRESHOLD, _DEFAULT_MMAP_THRESHOLD_MAX = -3, 1 << 20, 32 << 20
-
-
-@contextlib.contextmanager
-def _unpooled_blocks() -> Any:
-    """Inside the block, glibc serves blocks of 1 MiB and more with their own ``mmap`` (returned to
-    the system when freed), then 32 MiB again (the most its dynamic threshold reaches), and trims.
+def _release_freed() -> None:
+    """Hand the C heap's free pages back to the system (glibc ``malloc_trim(0)``; a no-op elsewhere).
 
     Why: an update's forward and backward passes free and reallocate activations of many sizes (a
     2.4 MB hidden state per layer kept, 7 MB MLP activations, 48 MB logit chunks); glibc's heap
-    keeps the freed blocks resident, so the process's RSS grew 0.8 GB above what its tensors held in
-    one SmolLM2 update of a 1.1 k-token sequence, and kept growing with more sequences
-    (benchmarks/results/llm-speed.md). Sampling is left alone: its growing KV cache would then be
-    a fresh ``mmap`` for every token. No-op where the C library has no ``mallopt`` (not glibc).
-    Source: ours (issue 49), on glibc's documented ``mallopt(M_MMAP_THRESHOLD)`` and ``malloc_trim``.
+    keeps freed blocks resident, so without a trim the process's RSS grew 0.8 GB above what its
+    tensors held in one SmolLM2 update of a 1.1 k-token sequence, and kept growing with every
+    micro-batch (2.2 GB for one sequence, 2.9 GB for eight). The update trims after the reference
+    pass and after each micro-batch's forward and backward pass. (Serving every block of 1 MiB or
+    more with its own ``mmap`` kept the peak lower still but cost 38 % more CPU time in the update.)
+    Source: ours (issue 49), on glibc's documented ``malloc_trim``.
     """
     libc = _libc()
-    if libc is None:
-        yield
-        return
-    libc.mallopt(_M_MMAP_THRESHOLD, _UPDATE_MMAP_THRESHOLD)
-    try:
-        yield
-    finally:
-        libc.mallopt(_M_MMAP_THRESHOLD, _DEFAULT_MMAP_THRESHOLD_MAX)
+    if libc is not None:
         libc.malloc_trim(0)
 
 
 @functools.lru_cache(maxsize=1)
 def _libc() -> Any:
-    """glibc as a ``ctypes.CDLL`` when it has ``mallopt`` and ``malloc_trim`` (Linux), else ``None``."""
+    """glibc as a ``ctypes.CDLL`` when it has ``malloc_trim`` (Linux), else ``None``."""
     if not sys.platform.startswith("linux"):
         return None
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.mallopt, libc.malloc_trim  # noqa: B018 - absent in musl and others: AttributeError
+        libc.malloc_trim  # noqa: B018 - absent in musl and others: AttributeError
     except (OSError, AttributeError):
         return None
     return libc
@@ -641,21 +628,23 @@ class HFPolicy:
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         total = 0.0
+        _release_freed()
         try:
-            with _unpooled_blocks():
-                for i in range(0, len(samples), mb):
-                    if expired():  # the run's wall budget has passed: no partial step
-                        self.optimizer.zero_grad(set_to_none=True)
-                        self._stats = {"kl": 0.0, "grad_norm": 0.0, "deadline_skipped": 1.0}
-                        return {"loss": 0.0, "kl": 0.0, "tokens": 0, "grad_norm": 0.0}
-                    new_lp = self.token_logprobs(samples[i:i + mb])
-                    w = new_lp.shape[1]
-                    loss = (self.loss or importance_sampling_loss)(new_lp, old_lp[i:i + mb, :w],
-                                                                  a_tok[i:i + mb, :w], mask[i:i + mb, :w])
-                    loss.backward()
-                    total += float(loss.detach())
-                grad_norm = float(torch.nn.utils.clip_grad_norm_(self.parameters(), float("inf")))
-                self.optimizer.step()
+            for i in range(0, len(samples), mb):
+                if expired():  # the run's wall budget has passed: no partial step
+                    self.optimizer.zero_grad(set_to_none=True)
+                    self._stats = {"kl": 0.0, "grad_norm": 0.0, "deadline_skipped": 1.0}
+                    return {"loss": 0.0, "kl": 0.0, "tokens": 0, "grad_norm": 0.0}
+                new_lp = self.token_logprobs(samples[i:i + mb])
+                _release_freed()
+                w = new_lp.shape[1]
+                loss = (self.loss or importance_sampling_loss)(new_lp, old_lp[i:i + mb, :w],
+                                                              a_tok[i:i + mb, :w], mask[i:i + mb, :w])
+                loss.backward()
+                total += float(loss.detach())
+                _release_freed()
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(self.parameters(), float("inf")))
+            self.optimizer.step()
         finally:
             self.model.eval()
         n_tok = int(mask.sum())
