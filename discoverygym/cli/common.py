@@ -76,7 +76,9 @@ def json_value(text: str) -> Any:
 
 
 def load_construction(path: Path) -> Any:
-    """Read a construction from JSON: a bare construction or an object with a ``construction`` key.
+    """Read a construction from JSON: a bare construction, an object with a ``construction`` key
+    (a construction file, ``train``'s ``best.json``) or a ``search`` run's ``best.json`` (``state.solution``,
+    as :func:`discoverygym.rewards.certify.construction_of` reads it).
 
     Returns:
         The construction as plain JSON data (lists of numbers).
@@ -101,9 +103,13 @@ def load_construction(path: Path) -> Any:
         raise UsageError(f"{path}: a number too long to read ({str(exc).split(':')[0]}; JSON integers of at most "
                          "4300 digits)") from None
     if isinstance(data, dict):
-        if "construction" not in data:
-            raise UsageError(f"{path} holds a JSON object without a 'construction' key")
-        return data["construction"]
+        if "construction" in data:  # a construction file, train's best.json
+            return data["construction"]
+        state = data.get("state")
+        if isinstance(state, dict) and state.get("solution") is not None:  # search's best.json, as certify reads it
+            return state["solution"]
+        raise UsageError(f"{path} holds a JSON object without a 'construction' key (nor a run's best.json "
+                         "'state'.'solution')")
     return data
 
 
