@@ -26,6 +26,7 @@ import dataclasses
 import functools
 import math
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -268,6 +269,13 @@ class TrainConfig:
                 raise ValueError(CHAT_REFUSAL.format(command="train"))
         if self.llm.edit_format != "full" and family != "llm":
             raise ValueError(f"edit_format {self.llm.edit_format!r} needs an LLM policy (hf:, openai:, vllm:, tinker:)")
+        hf = family == "llm" and split_spec(self.policy)[0] == "hf"
+        for flag, given in (("--warm-start", self.llm.warm_start is not None), ("--shared-prompt", self.llm.shared_prompt)):
+            if given and not hf:  # refused, not ignored: only a local hf: model merges an adapter / shares a prompt
+                raise ValueError(f"{flag} needs an hf: policy (a local model), got {self.policy!r}")
+        if self.llm.warm_start is not None and not (Path(self.llm.warm_start) / "adapter_config.json").is_file():
+            raise ValueError(f"--warm-start {self.llm.warm_start}: no adapter there (adapter_config.json missing; "
+                             "`post-train --warmup` writes it to <run-dir>/adapter)")
         if self.kind != "train":
             raise ValueError(f"a train configuration has kind 'train', got {self.kind!r}")
         if self.credit not in CREDITS:
