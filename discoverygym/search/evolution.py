@@ -209,8 +209,17 @@ class EvolutionarySearch:
         # everything that can be refused is checked before the run directory is touched
         problem_obj = problem if problem is not None else config.problem()
         if policy is None:
-            policy = make_policy(config.policy, shape=lambda: np.shape(problem_obj.initial(np.random.default_rng(0))),
-                                 **config.policy_kwargs)
+            # shaped like the start: --init's construction (a 600-piece record, say) where there is one,
+            # else the env's own initial construction (as train shapes its policy by its start state)
+            def shape() -> tuple[int, ...]:
+                if config.initial is not None:
+                    try:
+                        return np.shape(np.asarray(config.initial, dtype=np.float64))
+                    except (TypeError, ValueError):  # not an array of numbers: the env's own shape
+                        pass
+                return np.shape(problem_obj.initial(np.random.default_rng(0)))
+
+            policy = make_policy(config.policy, shape=shape, **config.policy_kwargs)
             config.check_policy(policy)  # the built object may say more than its factory did
         self.policy = policy
         probe = make_selector(config.selector, **config.selector_kwargs)
