@@ -499,7 +499,13 @@ def _print_summary(console: Console, summary: dict, problem: Any, config: Any, r
     table.add_row("beats the record?", ("yes, " if summary["beats_record"] else "no, ") + summary["verdict"]
                   + ("; the start already did (this run did not improve it)"
                      if summary["beats_record"] and not summary["improved"] else ""))
-    table.add_row("vs start", "improved" if summary["improved"] else "no improvement (best = start)")
+    gain = ""  # the gain itself: a polish's +1e-13 is "improved" though both print as the same 10 digits
+    if summary["improved"] and summary.get("initial_score") is not None and best is not None:
+        from discoverygym.types import Direction
+
+        sense = Direction(problem.direction)
+        gain = f" by {sense.improvement(best, summary['initial_score']):+.3e} ({sense.comparative} is better)"
+    table.add_row("vs start", f"improved{gain}" if summary["improved"] else "no improvement (best = start)")
     table.add_row("outcomes", _run_outcomes(Path(run_dir), result.history))
     table.add_row("time", f"{result.elapsed_s:.1f} s this call")
     table.add_row("run dir", f"{run_dir}  (tensorboard --logdir {run_dir}"
