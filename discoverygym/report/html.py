@@ -147,10 +147,11 @@ def _payload(data: RunData) -> dict:
 
 
 def _table(columns: list[str], rows: list[list[Any]]) -> str:
-    """An HTML table (cells escaped; floats to 10 significant digits)."""
+    """An HTML table (cells escaped; floats to 12 significant digits: a record such as CP26's
+    2.6359830853 keeps its printed digits, and a best just below it reads differently)."""
     def cell(v: Any) -> str:
         if isinstance(v, float):
-            return f"{v:.10g}"
+            return f"{v:.12g}"
         return "" if v is None else html.escape(str(v))
 
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
