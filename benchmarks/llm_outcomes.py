@@ -53,8 +53,9 @@ def _make_env(env_id: str, timeout_s: float, task_options: dict | None = None):
         try:
             env = gym.make(env_id, **options)
         except TypeError:  # a task without these options (AHC, kernels): its own limits
-            print(f"  {env_id}: takes no {sorted(options)}; its own limits apply", file=sys.stderr)
-            env = gym.make(env_id)
+            own = (task_options or {}).get(env_id, {})
+            print(f"  {env_id}: takes no {sorted(set(options) - set(own))}; its own limits apply", file=sys.stderr)
+            env = gym.make(env_id, **own)
     else:
         env = gym.make(env_id, action_mode="code", sandbox=SandboxLimits(timeout_s=timeout_s, memory_mb=2048))
     _, info = env.reset(seed=0)

@@ -36,7 +36,7 @@ def _lr_at(step: int, settings: SFTSettings) -> float:
 
 
 def run_prefix_sft(model: Any, examples: Sequence[dict], settings: SFTSettings, *, pad_id: int = 0,
-                   on_log: Callable[[int, dict], None] | None = None) -> dict:
+                   prompt_grad: bool = True, on_log: Callable[[int, dict], None] | None = None) -> dict:
     """Train ``model``'s trainable parameters in place on weighted prompt → completion examples.
 
     Args:
@@ -47,6 +47,8 @@ def run_prefix_sft(model: Any, examples: Sequence[dict], settings: SFTSettings, 
             ``warmup_ratio``, ``normalize``, ``max_grad_norm``, ``seed``; ``micro_batch_size`` is not
             used: each distinct prompt of a batch is one forward/backward).
         pad_id: padding token id.
+        prompt_grad: ``False``: each prompt is context only (no gradient through its positions; see
+            :func:`~discoverygym.agents.policies.prefix.shared_prompt_logprobs`), a third of its cost.
         on_log: called with ``(step, {"loss", "learning_rate", "grad_norm"})`` after every step (1-based).
 
     Returns:
@@ -87,7 +89,7 @@ def run_prefix_sft(model: Any, examples: Sequence[dict], settings: SFTSettings, 
             for prompt, rows in groups.items():
                 with checkpointing_off(model):  # the completions attend to the shared prompt's KV cache
                     logp, mask = shared_prompt_logprobs(model, prompt, [r["completion_ids"] for r in rows],
-                                                        pad_id=pad_id)
+                                                        pad_id=pad_id, prompt_grad=prompt_grad)
                 nll = -logp.sum(-1)
                 w = torch.tensor([float(r["weight"]) for r in rows], device=nll.device)
                 # the batch loss (weighted_loss over the whole batch) is linear in each group's part

@@ -50,8 +50,8 @@ DATA_FILE, DATA_SUMMARY, ADAPTER_DIR, SUMMARY_FILE = "data.jsonl", "data_summary
 
 
 def _default_sft() -> SFTSettings:
-    # ours: one or two passes over ~50 examples at a LoRA learning rate (the issue's probe: lr 5e-4, one pass)
-    return SFTSettings(steps=12, batch_size=8, micro_batch_size=1, lr=5e-4, max_length=2048)
+    # ours: about one pass over ~70 examples at a LoRA learning rate (the issue's probe: lr 5e-4, one pass)
+    return SFTSettings(steps=8, batch_size=8, micro_batch_size=1, lr=5e-4, max_length=2048)
 
 
 @dataclass
@@ -70,6 +70,11 @@ class WarmupConfig:
         variant_parents: share of examples whose prompt shows another kept program as the parent
             (a later step's prompt) instead of the start state; the rest share each env's start
             prompt, which the trainer scores once per step (:mod:`~discoverygym.agents.irft.prefix_sft`).
+            Default 0: every example answers its env's start prompt (the cheapest; what the first
+            step of a run shows).
+        prompt_grad: pass the gradient through the prompt's positions too (exact SFT); default off:
+            the prompt is context, the adapter learns through the answer's positions (a third of
+            the prompt's cost; the warm start teaches the answer, not the reading of the prompt).
         seed: data and SFT seed.
         sft: the weighted-SFT settings (:class:`~discoverygym.agents.irft.sft.SFTSettings`).
 
@@ -87,7 +92,8 @@ class WarmupConfig:
     tries: int = 4
     sigma: float = 0.3
     timeout_s: float = 30.0
-    variant_parents: float = 0.25
+    variant_parents: float = 0.0
+    prompt_grad: bool = False
     seed: int = 0
     sft: SFTSettings = field(default_factory=_default_sft)
 
@@ -335,7 +341,8 @@ def run_warmup(config: WarmupConfig, run_dir: str | os.PathLike, *, resume: bool
                 losses.append(float(logs["loss"]))
                 say(f"SFT step {step}/{config.sft.steps}: loss {losses[-1]:.4g}")
 
-        sft = run_prefix_sft(policy.model, examples, config.sft, pad_id=policy.tokenizer.pad_token_id or 0, on_log=log)
+        sft = run_prefix_sft(policy.model, examples, config.sft, pad_id=policy.tokenizer.pad_token_id or 0,
+                             prompt_grad=config.prompt_grad, on_log=log)
         sft["losses"] = losses
         tmp_adapter = d / (ADAPTER_DIR + ".tmp")
         policy.save_adapter(tmp_adapter)

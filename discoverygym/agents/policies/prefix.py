@@ -55,7 +55,7 @@ def _cache_of(result: Any) -> tuple[str, Any]:
 
 
 def shared_prompt_logprobs(model: Any, prompt_ids: Sequence[int], completions: Sequence[Sequence[int]], *,
-                           temperature: float = 1.0, pad_id: int = 0) -> tuple[Any, Any]:
+                           temperature: float = 1.0, pad_id: int = 0, prompt_grad: bool = True) -> tuple[Any, Any]:
     """Per-token log-probs of ``completions`` after one shared ``prompt_ids``.
 
     Args:
@@ -65,6 +65,9 @@ def shared_prompt_logprobs(model: Any, prompt_ids: Sequence[int], completions: S
         completions: B token-id lists (lengths may differ; empty ones give all-zero rows).
         temperature: log-probs of ``softmax(logits / temperature)`` (> 0; the sampler's).
         pad_id: id used to pad completions on the right (masked out).
+        prompt_grad: record the gradient through the prompt's positions (exact); ``False`` runs the
+            prompt under ``no_grad`` (its keys and values are context: the gradient reaches the
+            parameters through the completion positions only; about a third of the prompt's cost).
 
     Returns:
         ``(logp, mask)``: float32 ``[B, W]`` log-probs (0 where ``mask`` is false) and bool ``[B, W]``,
@@ -88,7 +91,8 @@ def shared_prompt_logprobs(model: Any, prompt_ids: Sequence[int], completions: S
         if len(c):
             comp[i, : len(c)] = torch.tensor([int(t) for t in c], device=device)
             mask[i, : len(c)] = True
-    first = model(input_ids=torch.tensor([list(prompt_ids)], device=device), use_cache=True, logits_to_keep=1)
+    with torch.set_grad_enabled(torch.is_grad_enabled() and prompt_grad):
+        first = model(input_ids=torch.tensor([list(prompt_ids)], device=device), use_cache=True, logits_to_keep=1)
     key, cache = _cache_of(first)
     if B > 1:
         cache.batch_repeat_interleave(B)
