@@ -46,16 +46,20 @@ def run(args: argparse.Namespace) -> int:
         return 0
     console = Console()
     table = Table(title=f"best known values (others; as of {AS_OF}) and discoverygym's constructions",
-                  box=box.SIMPLE_HEAD)
+                  box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
     wide = console.width >= 120  # under 120 columns: no size / public columns (the notes below have them)
-    columns = ("env id", "better", "best known", "source, date") + (("size", "public") if wide else ()) + ("ours",)
-    for col in columns:
-        table.add_column(col, no_wrap=col in ("env id", "best known"), overflow="fold")
+    columns = (("env id", "better", "best known", "source, date" if wide else "source") + (("size", "public") if wide else ())
+               + ("ours",))
+    for col in columns:  # numbers are never broken across lines; text wraps at spaces
+        table.add_column(col, no_wrap=col in ("env id", "best known") or (col == "ours" and not wide),
+                         overflow="fold" if wide else "ellipsis")
     for e in RECORDS.values():
         r = e.record
-        ours = "; ".join(f"[bold]{o.value}[/] ({o.label.split(' (')[0].split(';')[0]})" for o in e.ours[:1]) or "—"
-        best = str(r.value) + (" (reference)" if r.kind == "reference" else "")
-        table.add_row(e.env_id, e.direction.comparative, best, f"{r.source} {r.date}",
+        # under 120 columns the value alone (what it is: the notes below), so it is not cut into pieces
+        ours = "; ".join(f"[bold]{o.value}[/]" + (f" ({o.label.split(' (')[0].split(';')[0]})" if wide else "")
+                         for o in e.ours[:1]) or "—"
+        best = str(r.value) + ((" (reference)" if wide else " (ref.)") if r.kind == "reference" else "")
+        table.add_row(e.env_id, e.direction.comparative, best, f"{r.source} {r.date}" if wide else r.source,
                       *((r.size, r.public.split(",")[0]) if wide else ()), ours)
     console.print(table)
     console.print(f"Judged by discoverygym.judgment: exact values against each record's exact value (certified "
