@@ -193,7 +193,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--init", default=None, metavar="FILE",
-        help="start from this construction (JSON: bare or {'construction': ...}; re-verified, kept in config.json)",
+        help="start from this construction (JSON: bare, {'construction': ...} or a run's best.json; re-verified, kept "
+        "in config.json)",
     )
     p.add_argument(
         "--workers", type=_positive_int, default=None, help="evaluation workers, >= 1 (default: all CPUs)"

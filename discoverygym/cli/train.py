@@ -61,7 +61,7 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
                    "no-training, epsilon-greedy, no-reuse, best-of-n, progress-rate (ours: credit = gain over the start per second)")
     _common(p)
     p.add_argument("--run-dir", required=True, help="run directory (must be new unless --resume)")
-    p.add_argument("--init", default=None, help="start from this construction file (JSON: bare or {'construction': ...})")
+    p.add_argument("--init", default=None, help="start from this construction file (JSON: bare, {'construction': ...} or a run's best.json)")
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its last checkpoint")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     _llm_args(p)
