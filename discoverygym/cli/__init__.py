@@ -25,7 +25,6 @@ from typing import Any
 import gymnasium as gym
 from rich import box
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from discoverygym.cli import audit as audit_cli
@@ -36,7 +35,7 @@ from discoverygym.cli import records as records_cli
 from discoverygym.cli import report as report_cli
 from discoverygym.cli import search as search_cli
 from discoverygym.cli import train as agents_cli
-from discoverygym.cli.common import UsageError, load_construction, seed_value
+from discoverygym.cli.common import UsageError, console_text, load_construction, seed_value
 from discoverygym.envs.problem import example_file
 from discoverygym.envs.registry import ENVS, PROGRAM_TASKS, get_problem, make_task, option_names, problem_of
 from discoverygym.errors import BackendUnavailable
@@ -242,21 +241,21 @@ def _evaluate_command(args: argparse.Namespace, console: Console) -> int:
         print(json.dumps(_json_safe(result), default=str, allow_nan=False))
         return 0
     # the file name, an error a program raised and its metrics are text, never rich markup
-    table = Table(title=f"{problem.title} — {escape(path.name)}", show_header=False)
+    table = Table(title=f"{problem.title} — {console_text(path.name)}", show_header=False)
     table.add_row("valid", "[green]yes[/]" if state.valid else "[red]no[/]")
     if state.valid:
         table.add_row(problem.quantity, f"{state.score:.16g}")
         table.add_row("reward", f"{state.reward:.16g}")
     else:
-        table.add_row("error", escape(state.error or ""))
+        table.add_row("error", console_text(state.error or ""))
     table.add_row("published best", f"{problem.sota['value']} ({problem.sota['source']})"
                   + (f"; {metrics['proxy_note']}" if metrics.get("proxy") and metrics.get("proxy_note") else ""))
     for key in ("n", "method", "strict_valid", "rel_error_bound", "elapsed_s", "sandbox_s"):
         if key in metrics:
-            table.add_row(key, escape(str(metrics[key])))
+            table.add_row(key, console_text(str(metrics[key])))
     if hasattr(problem, "report"):
         for label, value in problem.report(state):
-            table.add_row(escape(str(label)), escape(str(value)))
+            table.add_row(console_text(str(label)), console_text(str(value)))
     cases = metrics.get("cases")
     if isinstance(cases, list) and cases and all(isinstance(c, dict) for c in cases):
         console.print(_cases_table(cases))  # the per-case table first: the summary ends the output
@@ -269,9 +268,9 @@ def _cases_table(cases: list[dict]) -> Table:
     columns = list(dict.fromkeys(k for c in cases for k in c))
     table = Table(title=f"{len(cases)} cases")
     for col in columns:
-        table.add_column(escape(str(col)))
+        table.add_column(console_text(str(col)))
     for c in cases:
-        table.add_row(*(escape(str(c.get(col, ""))) for col in columns))
+        table.add_row(*(console_text(str(c.get(col, ""))) for col in columns))
     return table
 
 

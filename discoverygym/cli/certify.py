@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
-from discoverygym.cli.common import UsageError
+from discoverygym.cli.common import UsageError, console_text
 from discoverygym.io import atomic_write_json
 
 __all__ = ["add_parser", "run"]
@@ -146,10 +145,10 @@ def _check_run_env(data: object, env_id: str, file: str) -> None:
 def _table(cert: dict) -> Table:
     """The certificate as a two-column table for people (the file's name, its claims and the broken rule,
     which may quote the file, as text: never rich markup)."""
-    table = Table(title=f"certificate: {cert['env_id']} — {escape(Path(cert['source']).name)}", show_header=False)
+    table = Table(title=f"certificate: {cert['env_id']} — {console_text(Path(cert['source']).name)}", show_header=False)
     if not cert["valid"]:
         table.add_row("valid", "[red]no[/]")
-        table.add_row("error", escape(str(cert["error"])))
+        table.add_row("error", console_text(str(cert["error"])))
     else:
         table.add_row("valid", "[green]yes[/] (exact arithmetic)")
         table.add_row("certified value", cert["value"])
@@ -163,7 +162,7 @@ def _table(cert: dict) -> Table:
                       f"{verdict['text']}")
     for claim in cert.get("claims") or ([cert["claim"]] if cert.get("claim") else []):
         style = {"overstated": "[red]", "consistent": "[green]", "unreadable": "[red]"}.get(claim["verdict"], "")
-        said = f"{escape(str(claim['claimed']))} ({escape(str(claim.get('key', 'claimed')))})"
+        said = f"{console_text(str(claim['claimed']))} ({console_text(str(claim.get('key', 'claimed')))})"
         text = f"{said}: {style}{claim['verdict']}[/]" if style else f"{said}: {claim['verdict']}"
         if claim["verdict"] == "overstated":
             from discoverygym.records import RECORDS

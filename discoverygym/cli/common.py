@@ -17,8 +17,21 @@ from typing import Any
 from discoverygym.errors import UsageError
 from discoverygym.io import read_input_text, run_kind
 
-__all__ = ["UsageError", "check_policy_fits", "json_value", "load_construction", "load_init", "one_line", "resume_command",
+__all__ = ["UsageError", "check_policy_fits", "console_text", "json_value", "load_construction", "load_init", "one_line", "resume_command",
            "run_kind", "seed_value"]
+
+
+def console_text(text: object) -> str:
+    """``text`` (from a user's file, a program's error, a file name) for a rich table cell: control
+    characters other than newline and tab as ``\\xNN`` escapes, so the text cannot move the cursor,
+    clear the screen or restyle the terminal (an ESC sequence rewriting a verdict), and ``[...]`` as
+    text, never rich markup (``[/]`` raised a MarkupError)."""
+    from rich.markup import escape
+
+    s = str(text)
+    if not s.isprintable():
+        s = "".join(c if c.isprintable() or c in "\n\t" else c.encode("unicode_escape").decode("ascii") for c in s)
+    return escape(s)
 
 
 def one_line(exc: BaseException) -> str:

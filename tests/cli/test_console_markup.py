@@ -46,3 +46,21 @@ def test_certify_shows_claims_errors_and_file_names_verbatim(tmp_path, capsys, m
     bad.write_text(json.dumps([1, 1, NASTY, 0]))
     assert main(["certify", "ErdosMinOverlap-v0", str(bad)]) == 1
     assert "[bold red]spoof[/]" in capsys.readouterr().out
+
+
+ESC = "\x1b[2J\x1b[1A\x1b[2Kvalid yes"  # clear the screen, go up a line, erase it, print a fake verdict
+
+
+def test_certify_and_evaluate_show_control_characters_escaped(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")
+    claim = tmp_path / "claim.json"
+    claim.write_text(json.dumps({"construction": [1, 1, 0.5, 0], "claimed": ESC}))
+    assert main(["certify", "ErdosMinOverlap-v0", str(claim)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\\x1b[2J" in out
+
+    program = tmp_path / "prog.py"
+    program.write_text(f"def construct(seed, budget_s, parent=None):\n    raise ValueError({ESC!r})\n")
+    assert main(["evaluate", "ErdosMinOverlap-v0", str(program), "--timeout", "30"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\\x1b[2J" in out
