@@ -563,6 +563,7 @@ def _set_initial(args: argparse.Namespace, config: SearchConfig) -> None:
     config.validate(check_policy=False)
     # the one --init loader of train, compare and search (read, then judged by the env; UsageError)
     config.initial = load_init(args.init, config.env_id, config.env_kwargs)
+    config.validate(check_policy=False)  # its refusals (--init in code mode) before a note about the policy
     note = _init_policy(args, config)
     if note:
         print(note, flush=True)

@@ -21,3 +21,14 @@ def test_search_init_of_another_size_runs(tmp_path, capsys):
     assert main(argv) == 0, capsys.readouterr()
     best = json.loads((run_dir / "best.json").read_text())
     assert len(best["state"]["solution"]) == 40
+
+
+def test_search_init_in_code_mode_is_refused_before_any_policy_note(tmp_path, capsys):
+    init = tmp_path / "init.json"
+    init.write_text(json.dumps([0.5] * 40))
+    argv = ["search", "ErdosMinOverlap-v0", "--action-mode", "code", "--init", str(init), "-C", "1", "-L", "1",
+            "-K", "1", "--run-dir", str(tmp_path / "run")]
+    assert main(argv) == 2
+    out = capsys.readouterr()
+    assert "needs --action-mode construction" in out.err
+    assert "--init: policy" not in out.out  # no note about a policy the run will never use
