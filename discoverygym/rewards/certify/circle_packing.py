@@ -27,8 +27,8 @@ TOL = Fraction(str(DEFAULT_TOL))  # 1/10^12 exactly
 def _violations(rows: list[tuple[int, int, int]], one: int, slack: int) -> str | None:
     """The first broken rule with slack ``slack`` (integers on the scale ``one`` = 10^D), or None."""
     for k, (x, y, r) in enumerate(rows):
-        if r < 0:
-            return f"circle {k} has a negative radius"
+        if r < 0:  # no tolerance for radii: the env refuses any r < 0, as here with or without slack
+            return f"circle {k} has a negative radius (radii must be >= 0, with no tolerance, as the env reads them)"
         if r > x + slack or x + r > one + slack or r > y + slack or y + r > one + slack:
             return f"circle {k} extends outside the unit square"
     for i in range(len(rows)):
@@ -75,7 +75,8 @@ def certify_circle_packing(circles: Any, n: int | None = None) -> Certified:
     if strict_error is not None:
         loose_error = _violations(rows, one, slack)
         if loose_error is not None:
-            raise InvalidSolution(f"{loose_error} by more than the 1e-12 tolerance (exact check)")
+            slack_text = "" if "negative radius" in loose_error else " by more than the 1e-12 tolerance"
+            raise InvalidSolution(f"{loose_error}{slack_text} (exact check)")
     total = Fraction(sum(r for _, _, r in rows), one)
     facts = {"n": len(rows), "strict_valid": strict_error is None,
              "tolerance": "none" if strict_error is None else "1e-12", "D": scale}
