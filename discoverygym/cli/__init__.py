@@ -106,7 +106,7 @@ def _evaluate(env_id: str, path: Path, timeout_s: float | None, seed: int = 0,
             env = gym.make(env_id, action_mode="code", sandbox=limits).unwrapped
             _, info = env.reset(seed=seed)
             return env.evaluate(_read_text(path), parent=info["state"], seed=seed), env.problem
-        return env.evaluate(load_construction(path)), env.problem
+        return env.evaluate(load_construction(path, env_id)), env.problem
     try:
         return env.evaluate(_read_text(path), seed=seed), env.problem
     except (ValueError, OSError) as exc:  # bad case files, a data set missing offline...

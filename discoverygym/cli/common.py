@@ -88,10 +88,13 @@ def json_value(text: str) -> Any:
         raise argparse.ArgumentTypeError("invalid JSON (nested too deeply)") from None
 
 
-def load_construction(path: Path) -> Any:
+def load_construction(path: Path, env_id: str | None = None) -> Any:
     """Read a construction from JSON: a bare construction, an object with a ``construction`` key
     (a construction file, ``train``'s ``best.json``) or a ``search`` run's ``best.json`` (``state.solution``,
     as :func:`discoverygym.rewards.certify.construction_of` reads it).
+
+    With ``env_id``, a run's file that names another env (its ``env_id`` key) is refused, as
+    ``certify`` refuses it.
 
     Returns:
         The construction as plain JSON data (lists of numbers).
@@ -99,8 +102,8 @@ def load_construction(path: Path) -> Any:
     Raises:
         UsageError: not a regular file within the input size limit (a FIFO, a device, a directory or
             a larger file: :func:`~discoverygym.io.check_input_file`, checked before anything reads
-            it), unreadable file, invalid JSON (or nested too deeply to parse), or an object
-            without ``construction``.
+            it), unreadable file, invalid JSON (or nested too deeply to parse), an object
+            without ``construction``, or a result of another env.
     """
     try:  # opened once and checked on the descriptor, then read (issue 52, #8)
         text = read_input_text(path)
@@ -116,6 +119,9 @@ def load_construction(path: Path) -> Any:
         raise UsageError(f"{path}: a number too long to read ({str(exc).split(':')[0]}; JSON integers of at most "
                          "4300 digits)") from None
     if isinstance(data, dict):
+        named = data.get("env_id")
+        if env_id is not None and isinstance(named, str) and named != env_id:
+            raise UsageError(f"{path} is a result of {named}, not {env_id}")
         if "construction" in data:  # a construction file, train's best.json
             return data["construction"]
         state = data.get("state")
@@ -148,7 +154,7 @@ def load_init(path: str | os.PathLike, env_id: str, env_kwargs: dict | None = No
     if env_id in PROGRAM_TASKS:
         raise UsageError(f"{env_id} takes programs only; --init starts a construction env from a construction "
                          "(`discoverygym list`)")
-    construction = load_construction(Path(path))
+    construction = load_construction(Path(path), env_id)
     try:
         env = gym.make(env_id, **(env_kwargs or {}))
     except (TypeError, ValueError) as exc:

@@ -42,3 +42,15 @@ def test_an_object_without_a_construction_is_still_refused(tmp_path):
     path.write_text(json.dumps({"state": {"solution": None}, "score": 1}))
     with pytest.raises(UsageError, match="construction"):
         load_construction(path)
+
+
+def test_a_run_of_another_env_is_refused_as_certify_refuses_it(tmp_path, capsys):
+    path = tmp_path / "best.json"  # an Erdős run's best.json: a list of numbers AC1 would also take
+    path.write_text(json.dumps({"env_id": "ErdosMinOverlap-v0", "construction": [0.5] * 10}))
+    argv = ["search", "FirstAutocorrelation-v0", "--init", str(path), "-C", "1", "-L", "1", "-K", "1",
+            "--run-dir", str(tmp_path / "run")]
+    assert main(argv) == 2
+    assert "result of ErdosMinOverlap-v0" in capsys.readouterr().err
+    assert main(["evaluate", "FirstAutocorrelation-v0", str(path)]) == 2
+    assert "result of ErdosMinOverlap-v0" in capsys.readouterr().err
+    assert main(["evaluate", "ErdosMinOverlap-v0", str(path), "--json"]) == 0  # its own env reads it
