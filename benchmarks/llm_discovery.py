@@ -101,6 +101,8 @@ def train_run(env_id: str, config: str, seed: int, args: argparse.Namespace, out
         cmd += ["--warm-start", args.warm_start]
     if args.shared_prompt:
         cmd.append("--shared-prompt")
+    if args.lr is not None:
+        cmd += ["--lr", str(args.lr)]
     if run_dir.exists():
         cmd.append("--resume")
     run_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -339,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--micro-batch", type=int, default=1, help="sequences per forward/backward (default 1: memory)")
     p.add_argument("--model", default="hf:smollm2", help="policy (default hf:smollm2, the embedded model)")
+    p.add_argument("--lr", type=float, default=None, help="train --lr (default: the trainer's, 4e-5 for LLMs)")
     p.add_argument("--shared-prompt", action="store_true",
                    help="train --shared-prompt: a group's prompt runs once in the update (same gradient, less time)")
     p.add_argument("--warm-start", default=None, metavar="DIR",
@@ -394,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
                             cwd=Path(__file__).resolve().parent).stdout.strip()
     settings = {k: getattr(args, k) for k in ("env", "configs", "seeds", "steps", "groups", "group_size",
                                               "max_new_tokens", "temperature", "micro_batch", "model", "jobs",
-                                              "warm_start", "shared_prompt")}
+                                              "warm_start", "shared_prompt", "lr")}
     start = f"warm start {args.warm_start}" if args.warm_start else "frozen start"
     text = [f"# Does test-time training help a real model? ({args.env}, {start}: SmolLM2-135M-Instruct)", "",
             f"Written by `benchmarks/llm_discovery.py`. {args.note}".rstrip(), "",
