@@ -93,7 +93,8 @@ def test_trainer_with_server_sampler_and_local_learner(server, tiny_model_path, 
     from discoverygym.agents.trainer import TrainConfig, Trainer
 
     cfg = TrainConfig(env_id="CirclePacking-26-v0", policy=f"openai:{server}", train_model=str(tiny_model_path),
-                         steps=1, groups=1, group_size=2, max_new_tokens=8, lora_rank=4, device="cpu")
+                         steps=1, groups=1, group_size=2, max_new_tokens=8, lora_rank=4, device="cpu",
+                         update_on_constant=True)  # the tiny model's answers all fail: the opt-in KL step pushes
     learner = HFPolicy(tiny_model_path, device="cpu", lora_rank=4, max_new_tokens=8)
     sampler = OpenAIServerPolicy(server, tokenizer=learner.tokenizer, max_new_tokens=8)
     result = Trainer(cfg, tmp_path / "run", learners=(sampler, learner)).run()

@@ -95,7 +95,7 @@ def test_warm_start_raises_a_tiny_models_valid_rate_on_a_toy_env(tiny_model_path
     policy = HFPolicy(tiny_model_path, device="cpu", max_new_tokens=48, batch_size=16, seed=0, **lora)
     before, _ = _valid_rate(policy, env)
     cfg = WarmupConfig(problems=["Toy-v0"], policy=f"hf:{tiny_model_path}", variants=12, sigma=0.3, seed=0,
-                       variant_parents=0.0,
+                       variant_parents=0.0, prompt_grad=True,  # the random tiny model needs the exact gradient
                        sft=SFTSettings(steps=150, batch_size=4, micro_batch_size=4, lr=1e-2, max_length=4096))
     summary = run_warmup(cfg, tmp_path / "warm", policy=policy, envs={"Toy-v0": env},
                          sources={"Toy-v0": TOY_PROGRAM})
