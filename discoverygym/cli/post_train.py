@@ -167,8 +167,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     w = p.add_argument_group(
         "warm start (--warmup): weighted SFT on prompt -> valid-program pairs made without an LLM, before any RL",
         "The start program of every --problems env and rule-made variants of it (numeric literals "
-        "perturbed, comments dropped), each judged by the env's verifier, only valid ones kept; one "
-        "pass of weighted SFT on the LoRA adapter (defaults: --sft-steps 48 --batch-size 4 "
+        "perturbed, comments dropped), each judged by the env's verifier, only valid ones kept; "
+        "weighted SFT on the LoRA adapter, each env's start prompt run once per step "
+        "(defaults: --sft-steps 48 --batch-size 4 "
         "--lr 1e-3); the adapter is saved to <run-dir>/adapter. Use it with "
         "`train --warm-start <run-dir>/adapter` or `--policy-kwargs '{\"adapter\": \"<run-dir>/adapter\"}'`. "
         "--heldout envs are only recorded (kept out of the data); benchmarks/llm_outcomes.py measures them.",
