@@ -86,6 +86,10 @@ def run(args: argparse.Namespace) -> int:
                 if not args.all:
                     raise UsageError(f"{env_id}: {exc}") from None
                 rows.append(AuditRow(env_id, "(setup)", "", "", "", "error", None, str(exc), 0.0))
+            except RuntimeError as exc:  # the env cannot start here (its initial program unscored without bubblewrap)
+                if not args.all:
+                    raise UsageError(f"{env_id}: cannot be audited here: {exc}") from None
+                rows.append(AuditRow(env_id, "(setup)", "", "", "", "not judged", None, str(exc), 0.0))
             seconds[env_id] = time.perf_counter() - start
     if not console.is_terminal and "COLUMNS" not in os.environ:  # a pipe or a file: no cell is cut (as `list`)
         console = Console(stderr=args.json, width=WIDTH_OFF_TERMINAL)

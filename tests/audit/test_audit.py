@@ -179,3 +179,24 @@ def test_help_lists_audit(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "audit" in capsys.readouterr().out
+
+
+def test_audit_all_reports_an_env_that_cannot_start_here_as_not_judged(monkeypatch, capsys):
+    """An env whose initial program cannot be scored on this machine (ScRNADenoising without bubblewrap)
+    is one "not judged" setup row of ``audit --all``, not a traceback; alone, it is a one-line exit 2."""
+    import json
+
+    import discoverygym.cli.audit as cli_audit
+
+    def fake_audit(env_id, progress=None, **options):
+        if env_id == "ScRNADenoising-v0":
+            raise RuntimeError("initial program of scrna_denoising fails: unscored without bubblewrap")
+        return []
+
+    monkeypatch.setattr(cli_audit, "audit", fake_audit)
+    assert main(["audit", "--all", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["env"], r["observed"]) for r in rows] == [("ScRNADenoising-v0", "not judged")]
+    assert main(["audit", "ScRNADenoising-v0"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot be audited here" in err and "Traceback" not in err
