@@ -39,6 +39,7 @@ from discoverygym.agents.policies.llm import (
     make_sample,
 )
 from discoverygym.agents.prompts import FORCE_ANSWER, answer_complete, needs_forcing
+from discoverygym.agents.policies.prefix import cache_of
 from discoverygym.envs.operators.deadline import expired
 
 __all__ = ["HFPolicy", "load_model_and_tokenizer"]
@@ -431,14 +432,7 @@ class HFPolicy:
             self._diff_stop_ids = self._fence_token_ids() | frozenset(i for piece, i in vocab.items() if "E" in piece)
         return self._diff_stop_ids
 
-    @staticmethod
-    def _cache_of(result: Any) -> tuple[str, Any]:
-        """``(keyword, cache)`` of a forward result's KV cache (``cache`` in transformers ≥ 5.x, else
-        ``past_key_values``)."""
-        cache = getattr(result, "cache", None)
-        if cache is not None:
-            return "cache", cache
-        return "past_key_values", result.past_key_values
+    _cache_of = staticmethod(cache_of)  # (keyword, cache) of a forward result's KV cache
 
     @staticmethod
     def _cache_kw(result: Any) -> dict:

@@ -21,7 +21,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["checkpointing_off", "shared_prompt_logprobs"]
+__all__ = ["cache_of", "checkpointing_off", "shared_prompt_logprobs"]
 
 
 @contextlib.contextmanager
@@ -47,7 +47,9 @@ def checkpointing_off(model: Any) -> Iterator[None]:
             enable(**kwargs)
 
 
-def _cache_of(result: Any) -> tuple[str, Any]:
+def cache_of(result: Any) -> tuple[str, Any]:
+    """``(keyword, cache)`` of a forward result's KV cache (``cache`` in transformers >= 5.x, else
+    ``past_key_values``): the keyword to pass the cache back to the next forward call."""
     cache = getattr(result, "cache", None)
     if cache is not None:
         return "cache", cache
@@ -93,7 +95,7 @@ def shared_prompt_logprobs(model: Any, prompt_ids: Sequence[int], completions: S
             mask[i, : len(c)] = True
     with torch.set_grad_enabled(torch.is_grad_enabled() and prompt_grad):
         first = model(input_ids=torch.tensor([list(prompt_ids)], device=device), use_cache=True, logits_to_keep=1)
-    key, cache = _cache_of(first)
+    key, cache = cache_of(first)
     if B > 1:
         cache.batch_repeat_interleave(B)
     head = first.logits[:, -1:, :].expand(B, 1, -1)  # predicts completion token 0
