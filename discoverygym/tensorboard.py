@@ -30,6 +30,7 @@ default loader does not show. ``metrics.jsonl`` and ``best.json`` keep every val
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import struct
@@ -116,6 +117,9 @@ def titled(picture: np.ndarray, title: str) -> np.ndarray:
     return np.asarray(out, dtype=np.uint8)
 
 
+_WRITER_COUNT = itertools.count()
+
+
 class RunWriter:
     """A tensorboardX ``SummaryWriter`` that writes the schema of this module.
 
@@ -142,6 +146,10 @@ class RunWriter:
         self.record = record
         self.direction = Direction(direction)
         self.double_precision = double_precision
+        # tensorboardX names the event file by the second and the host only: a second writer opened on
+        # the same run directory within that second (a crash, then an immediate resume) would truncate
+        # the first writer's file. The process id and a per-process count keep every file apart.
+        writer_kwargs.setdefault("filename_suffix", f".{os.getpid()}.{next(_WRITER_COUNT)}")
         self._writer = SummaryWriter(logdir=str(log_dir), **writer_kwargs)
         if writer_kwargs.get("purge_step") is None:
             # a session start of its own, so that a resumed writer's start (``purge_step``) reads as a

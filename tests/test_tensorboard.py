@@ -73,3 +73,17 @@ def test_the_image_carries_its_score_as_a_title():
     strip = out[:16]
     assert (strip == 255).any() and (strip < 128).any()  # white strip with dark text on it
     assert (out[16:] == 0).all()  # the picture itself is untouched below
+
+
+def test_two_writers_opened_within_one_second_keep_both_files(tmp_path):
+    """A crash then an immediate resume opens a second writer on the run directory within the same second;
+    tensorboardX names files by the second and the host, so without a suffix the second truncates the first
+    (what made IRFT's crash-and-resume test lose its first run's tags on a fast CI machine)."""
+    first = RunWriter(tmp_path)
+    first.scalar("before/crash", 1.0, 0)
+    first.close()
+    second = RunWriter(tmp_path)
+    second.scalar("after/resume", 2.0, 1)
+    second.close()
+    assert len(list(tmp_path.glob("events.out.tfevents.*"))) == 2
+    assert {"before/crash", "after/resume"} <= set(read_tags(tmp_path))
