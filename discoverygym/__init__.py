@@ -1,6 +1,6 @@
 """discoverygym: scientific-discovery problems as Gymnasium environments, with exact verifiers.
 
-Importing the package registers every environment::
+Importing the package registers every environment, and every policy backend::
 
     import gymnasium as gym, discoverygym
     env = gym.make("ErdosMinOverlap-v0")
@@ -13,6 +13,8 @@ from discoverygym.types import State
 __version__ = "0.1.0"
 
 register_envs()
+# the one backend table fills the ground-floor policy registry (discoverygym.policy.POLICIES, LLM_BACKENDS)
+import discoverygym.agents.policies.backends  # noqa: E402, F401
 
 __all__ = [
     "ENVS",

@@ -28,8 +28,13 @@ class SandboxError(DiscoveryGymError):
     """The sandbox itself could not run (not raised for failures of the program it runs)."""
 
 
-class BackendUnavailable(DiscoveryGymError):
-    """An optional backend (bubblewrap, a GPU, a model server, an extra) is not installed or reachable."""
+class BackendUnavailable(DiscoveryGymError, ImportError):
+    """An optional backend (bubblewrap, a GPU, a model server, an extra) is not installed or reachable.
+
+    The message names what is missing and how to get it (the extra to install, the key to set). An
+    :class:`ImportError` too, so that callers which catch a missing library keep catching it; the
+    CLI exits with code 3.
+    """
 
 
 class UsageError(DiscoveryGymError):

@@ -17,10 +17,12 @@ policy may declare ``action_modes`` (e.g. ``("construction",)``); runners refuse
 an env in another action mode.
 
 **One registry** serves ``discoverygym search --policy`` and ``discoverygym train --policy``:
-names map to ``"module:attr"`` factories imported lazily (the plug-in pattern of Gymnasium's
-``entry_point`` strings, so this module imports nothing above it), and LLM policies are named by a
-spec ``backend:target`` (``hf:PATH_OR_ID``, ``openai:URL``, ``vllm:MODEL``, ``tinker:MODEL``,
-``litellm:MODEL``: hosted chat models, search only, :data:`CHAT_BACKENDS`).
+:data:`POLICIES` maps names to factories (or ``"module:attr"`` strings of plug-ins, imported lazily),
+and LLM policies are named by a spec ``backend:target`` whose backend is an :class:`LLMBackend` of
+:data:`LLM_BACKENDS` (``hf:PATH_OR_ID``, ``openai:URL``, ``vllm:MODEL``, ``tinker:MODEL``,
+``litellm:MODEL``: hosted chat models, search only). The entries are written in one table,
+:mod:`discoverygym.agents.policies.backends`, which ``import discoverygym`` loads (as it registers
+the envs): this module imports nothing above it and names nothing above it.
 A factory that declares a ``shape`` parameter receives the construction's shape from the runner
 (the numeric Gaussian policy needs it; its ``polish="auto"`` reads the problem from each context).
 
@@ -45,20 +47,22 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = [
-    "CHAT_BACKENDS",
-    "CHAT_REFUSAL",
     "LLM_BACKENDS",
-    "LLM_SPECS",
     "POLICIES",
+    "LLMBackend",
     "Outcome",
     "Policy",
     "Sample",
     "SamplingContext",
+    "chat_refusal",
     "edit_stats",
     "is_chat_spec",
     "is_llm_spec",
+    "llm_backend",
+    "llm_specs",
     "make_policy",
     "policy_factory",
+    "register_backend",
     "register_policy",
     "split_spec",
 ]
@@ -201,32 +205,108 @@ class Policy(Protocol):
         """``n`` samples for each context, as a list (one entry per context) of lists of :class:`Sample`."""
 
 
-#: policy name -> "module:attr" of its factory (imported lazily).
-POLICIES: dict[str, str] = {
-    "mutation": "discoverygym.agents.policies.mutation:GaussianMutation",
-    "gaussian": "discoverygym.agents.policies.gaussian:GaussianPolicy",
-    "operators": "discoverygym.agents.policies.operators:OperatorPolicy",
+@dataclass(frozen=True)
+class LLMBackend:
+    """One LLM backend: the entry of :data:`LLM_BACKENDS` for the prefix of a spec ``name:target``.
+
+    The entries are written in :mod:`discoverygym.agents.policies.backends` (the one table).
+
+    Attributes:
+        name: the spec prefix (``"hf"``).
+        target: what follows the colon, for help texts (``"PATH_OR_ID"``, ``"URL"``, ``"MODEL"``).
+        summary: one line for help texts.
+        policy: the sampler factory's loader: called with no argument, it imports and returns the
+            policy class (``policy()(target, **kwargs)`` builds a sampler).
+        learners: ``(train_config, target) -> (sampler, learner)`` for ``discoverygym train``, or
+            ``None`` when the backend cannot be trained (a chat API).
+        post_train: whether ``discoverygym post-train`` (IRFT) can train it.
+        chat: text only (no log-probabilities): search can use it, training cannot.
+        extra: the pip extra that installs it (``pip install 'discoverygym[EXTRA]'``).
+        settings: the configuration fields and environment variables it reads.
+    """
+
+    name: str
+    target: str
+    summary: str
+    policy: Callable[[], Callable[..., Policy]]
+    learners: Callable[[Any, str], tuple[Any, Any]] | None = None
+    post_train: bool = False
+    chat: bool = False
+    extra: str = ""
+    settings: tuple[str, ...] = ()
+
+    @property
+    def spec(self) -> str:
+        """The spec form for messages: ``"hf:PATH_OR_ID"``."""
+        return f"{self.name}:{self.target}"
+
+    @property
+    def trainable(self) -> bool:
+        """Whether ``discoverygym train`` can train it (it has a learner factory)."""
+        return self.learners is not None
+
+
+#: policy name -> its factory, or the "module:attr" of a plug-in's factory (imported lazily);
+#: the built-in ones are registered by :mod:`discoverygym.agents.policies.backends`.
+POLICIES: dict[str, str | Callable[..., Policy]] = {}
+
+#: backend prefix of an LLM ``--policy`` spec -> its entry (:func:`register_backend`).
+LLM_BACKENDS: dict[str, LLMBackend] = {}
+
+
+def register_backend(backend: LLMBackend) -> None:
+    """Add (or replace) the LLM backend ``backend.name``.
+
+    Raises:
+        ValueError: an empty name, or one that contains ``:``.
+    """
+    if not backend.name or ":" in backend.name:
+        raise ValueError(f"backend names must be non-empty and contain no ':', got {backend.name!r}")
+    LLM_BACKENDS[backend.name] = backend
+
+
+_WHICH: dict[str, Callable[[LLMBackend], bool]] = {
+    "all": lambda b: True,
+    "train": lambda b: b.trainable,
+    "post-train": lambda b: b.post_train,
+    "chat": lambda b: b.chat,
 }
 
-#: backend prefix of an LLM ``--policy`` spec -> "module:Class" (imported lazily).
-LLM_BACKENDS: dict[str, str] = {
-    "hf": "discoverygym.agents.policies.hf:HFPolicy",
-    "openai": "discoverygym.agents.policies.openai_server:OpenAIServerPolicy",
-    "vllm": "discoverygym.agents.policies.vllm_engine:VLLMPolicy",
-    "tinker": "discoverygym.agents.policies.tinker_policy:TinkerPolicy",
-    "litellm": "discoverygym.agents.policies.chat:LiteLLMPolicy",
-}
 
-#: backends that return text only (hosted chat APIs): search can use them, training cannot.
-CHAT_BACKENDS: tuple[str, ...] = ("litellm",)
+def llm_specs(which: str = "all", *, summaries: bool = False) -> str:
+    """The registered LLM spec forms, for messages and help texts: ``"hf:PATH_OR_ID, openai:URL, ..."``.
 
-#: the one line ``train`` / ``post-train`` refuse a chat backend with ({command} is filled in).
-CHAT_REFUSAL = ("`discoverygym {command}` needs log-probabilities of a model you hold; a chat backend "
-                "(litellm:MODEL) drives only frozen search (`discoverygym search --action-mode code`); "
-                "train with hf:PATH_OR_ID, openai:URL (vLLM), vllm:MODEL or tinker:MODEL")
+    Args:
+        which: ``"all"``, ``"train"`` (``discoverygym train`` can train it), ``"post-train"``
+            (IRFT can) or ``"chat"`` (text only).
+        summaries: follow each spec with its one-line summary in parentheses.
 
-#: the LLM spec forms, for error messages and help texts.
-LLM_SPECS = "hf:PATH_OR_ID, openai:URL, vllm:MODEL, tinker:MODEL, litellm:MODEL"
+    Raises:
+        ValueError: another ``which``.
+    """
+    if which not in _WHICH:
+        raise ValueError(f"which must be one of {', '.join(_WHICH)}, got {which!r}")
+    return ", ".join(f"{b.spec} ({b.summary})" if summaries else b.spec
+                     for b in LLM_BACKENDS.values() if _WHICH[which](b))
+
+
+def chat_refusal(command: str) -> str:
+    """The one line ``train`` / ``post-train`` (``command``) refuse a chat backend with."""
+    trainable = [b.spec + (" (vLLM)" if b.name == "openai" else "") for b in LLM_BACKENDS.values() if b.trainable]
+    return (f"`discoverygym {command}` needs log-probabilities of a model you hold; a chat backend "
+            f"({llm_specs('chat')}) drives only frozen search (`discoverygym search --action-mode code`); "
+            f"train with {', '.join(trainable[:-1])} or {trainable[-1]}")
+
+
+def llm_backend(name: str) -> LLMBackend:
+    """The entry of backend ``name`` (``"hf"``).
+
+    Raises:
+        ValueError: an unknown backend (the message names the known ones).
+    """
+    if name not in LLM_BACKENDS:
+        raise ValueError(f"unknown LLM backend {name!r}; known: {', '.join(LLM_BACKENDS)}")
+    return LLM_BACKENDS[name]
 
 
 def register_policy(name: str, target: str | Callable[..., Policy]) -> None:
@@ -248,7 +328,7 @@ def split_spec(spec: str) -> tuple[str, str]:
     """
     backend, sep, target = spec.partition(":")
     if not sep or backend not in LLM_BACKENDS:
-        raise ValueError(f"LLM policy spec must be one of {LLM_SPECS}; got {spec!r}")
+        raise ValueError(f"LLM policy spec must be one of {llm_specs()}; got {spec!r}")
     if not target:
         raise ValueError(f"LLM policy spec {spec!r} names no model/URL after '{backend}:'")
     return backend, target
@@ -260,8 +340,8 @@ def is_llm_spec(spec: Any) -> bool:
 
 
 def is_chat_spec(spec: Any) -> bool:
-    """Whether ``spec`` names a chat backend (:data:`CHAT_BACKENDS`: text only, no log-probs to train on)."""
-    return is_llm_spec(spec) and spec.partition(":")[0] in CHAT_BACKENDS
+    """Whether ``spec`` names a chat backend (:attr:`LLMBackend.chat`: text only, no log-probs to train on)."""
+    return is_llm_spec(spec) and LLM_BACKENDS[spec.partition(":")[0]].chat
 
 
 def _resolve(target: str | Callable) -> Callable:
@@ -278,10 +358,10 @@ def policy_factory(name: str) -> Callable[..., Policy]:
         ValueError: neither a registered name nor an LLM spec (the message lists both forms).
     """
     if is_llm_spec(name):
-        return _resolve(LLM_BACKENDS[split_spec(name)[0]])
+        return LLM_BACKENDS[split_spec(name)[0]].policy()
     if name not in POLICIES:
         raise ValueError(f"unknown policy {name!r}; registered: {', '.join(sorted(POLICIES))}, "
-                         f"or an LLM: {LLM_SPECS}")
+                         f"or an LLM: {llm_specs()}")
     return _resolve(POLICIES[name])
 
 

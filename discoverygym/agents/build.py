@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 
 from discoverygym.agents.config import TrainConfig
-from discoverygym.policy import POLICIES, split_spec
+from discoverygym.policy import POLICIES, chat_refusal, llm_backend, llm_specs, split_spec
 from discoverygym.search.executors import EnvCopy, LocalEvaluator
 from discoverygym.search.reuse import ReuseWrapper
 from discoverygym.types import State
@@ -71,14 +71,18 @@ def check_polish_kwargs(policy_kwargs: dict, problem: Any) -> None:
 def build_learners(config: TrainConfig, start: State, problem: Any) -> tuple[Any, Any]:
     """``(sampler, learner)`` for ``config.policy``: the same object unless a server/engine samples.
 
+    A numeric policy is built here; an LLM spec is a lookup in the one backend table
+    (:mod:`discoverygym.agents.policies.backends`: the entry's learner factory).
+
     Args:
         config: the run's configuration.
         start: the start state (a numeric policy is shaped like its construction).
         problem: the env's problem (its name selects ``polish="auto"``).
 
     Raises:
-        ValueError: an unknown or untrainable policy; ``openai:`` without ``train_model`` or with a
-            malformed URL.
+        ValueError: an unknown backend (the message names the known ones, never a silent default) or
+            an untrainable policy; ``--warm-start`` with another backend than ``hf:``; ``openai:``
+            without ``train_model`` or with a malformed URL.
         BackendUnavailable / ModelUnavailable: from an LLM backend (missing library, model, key or
             an unreachable server).
     """
@@ -96,47 +100,13 @@ def build_learners(config: TrainConfig, start: State, problem: Any) -> tuple[Any
                                  adam_eps=config.adam_eps)
         return learner, learner
     backend, target = split_spec(config.policy)
-    llm = config.llm
-    hf_kw = {"device": llm.device, "lora_rank": llm.lora_rank, "max_new_tokens": llm.max_new_tokens,
-             "temperature": llm.temperature, "thinking_budget": llm.thinking_budget,
-             "micro_batch": llm.micro_batch, "lr": config.lr, "adam_beta1": config.adam_beta1,
-             "adam_beta2": config.adam_beta2, "adam_eps": config.adam_eps, "seed": config.seed,
-             "edit_format": llm.edit_format}
-    if llm.warm_start is not None and backend != "hf":
+    entry = llm_backend(backend)
+    if config.llm.warm_start is not None and backend != "hf":
         raise ValueError(f"--warm-start needs an hf: policy (it merges an adapter into local weights), got {config.policy!r}")
-    if backend == "hf":
-        from discoverygym.agents.policies.hf import HFPolicy
-
-        policy = HFPolicy(target, warm_start=llm.warm_start, shared_prompt=llm.shared_prompt, **hf_kw)
-        return policy, policy
-    if backend == "tinker":
-        from discoverygym.agents.policies.tinker_policy import TinkerPolicy
-
-        policy = TinkerPolicy(target, lora_rank=llm.lora_rank, max_new_tokens=llm.max_new_tokens,
-                              temperature=llm.temperature, lr=config.lr, adam_beta1=config.adam_beta1,
-                              adam_beta2=config.adam_beta2, adam_eps=config.adam_eps, seed=config.seed,
-                              edit_format=llm.edit_format)
-        return policy, policy
-    from discoverygym.agents.policies.hf import HFPolicy
-
-    if backend == "openai":
-        from discoverygym.agents.policies.openai_server import OpenAIServerPolicy, check_url, probe_server
-
-        check_url(target)  # a malformed URL is refused before the learner loads
-        if not llm.train_model:
-            raise ValueError("--policy openai:URL trains a local copy: pass --train-model PATH_OR_ID "
-                             "(the model the server serves)")
-        probe_server(target)  # an unreachable server is reported before the learner loads
-        learner = HFPolicy(llm.train_model, **hf_kw)
-        sampler = OpenAIServerPolicy(target, tokenizer=learner.tokenizer, max_new_tokens=llm.max_new_tokens,
-                                     temperature=llm.temperature, edit_format=llm.edit_format)
-        return sampler, learner
-    from discoverygym.agents.policies.vllm_engine import VLLMPolicy
-
-    sampler = VLLMPolicy(target, max_new_tokens=llm.max_new_tokens, temperature=llm.temperature,
-                         max_lora_rank=llm.lora_rank, edit_format=llm.edit_format)
-    learner = HFPolicy(llm.train_model or target, **hf_kw)
-    return sampler, learner
+    if entry.learners is None:
+        raise ValueError(chat_refusal("train") if entry.chat else
+                         f"{config.policy!r} cannot be trained; train with {llm_specs('train')}")
+    return entry.learners(config, target)
 
 
 def rollout_pool(env: Any, workers: int) -> LocalEvaluator:

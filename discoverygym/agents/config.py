@@ -33,7 +33,7 @@ import gymnasium as gym
 
 from discoverygym.agents.losses import DEFAULT_LOSS
 from discoverygym.agents.policies.edits import check_edit_format
-from discoverygym.policy import CHAT_REFUSAL, is_chat_spec, is_llm_spec, split_spec
+from discoverygym.policy import chat_refusal, is_chat_spec, is_llm_spec, split_spec
 
 __all__ = [
     "ABLATIONS",
@@ -266,7 +266,7 @@ class TrainConfig:
         if family == "llm":
             split_spec(self.policy)
             if is_chat_spec(self.policy):
-                raise ValueError(CHAT_REFUSAL.format(command="train"))
+                raise ValueError(chat_refusal("train"))
         if self.llm.edit_format != "full" and family != "llm":
             raise ValueError(f"edit_format {self.llm.edit_format!r} needs an LLM policy (hf:, openai:, vllm:, tinker:)")
         hf = family == "llm" and split_spec(self.policy)[0] == "hf"

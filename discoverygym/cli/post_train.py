@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 from discoverygym.cli.common import resume_command, seed_value
+from discoverygym.policy import llm_specs
 
 __all__ = ["add_parser", "main", "run"]
 
@@ -68,7 +69,7 @@ def _json_object(text: str) -> dict:
 _PARAMS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("--problems",), "problems", _csv, "training env ids, comma-separated"),
     (("--heldout",), "heldout", _csv, "held-out env ids evaluated after each round, comma-separated"),
-    (("--policy",), "policy", str, "generator: hf:PATH_OR_ID (transformers + LoRA) or tinker:MODEL"),
+    (("--policy",), "policy", str, f"generator: {llm_specs('post-train', summaries=True)}"),
     (("--policy-kwargs",), "policy_kwargs", _json_object, "generator constructor arguments as a JSON object"),
     (("--rounds",), "rounds", int, "IRFT rounds (default 6)"),
     (("--trajectories",), "trajectories", int, "search trajectories per problem per round, Ĉ (default 32)"),

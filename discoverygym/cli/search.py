@@ -43,7 +43,7 @@ from discoverygym.envs.registry import PROGRAM_TASKS
 from discoverygym.errors import BackendUnavailable, UsageError
 from discoverygym.io import file_in_the_way
 from discoverygym.outcomes import OUTCOMES_FILE, format_counts
-from discoverygym.policy import LLM_SPECS, POLICIES, is_llm_spec
+from discoverygym.policy import POLICIES, is_llm_spec, llm_specs
 from discoverygym.search.config import SearchConfig, check_env_id
 from discoverygym.search.evolution import EvolutionarySearch, SearchResult
 from discoverygym.search.runlog import LogRejected, RunLog
@@ -74,8 +74,7 @@ _PARAMS: list[tuple[tuple[str, ...], str, Any, Any, str]] = [
         "mutation",
         (
             "policy name (registered: {policies}; default mutation) or an LLM with --action-mode code: "
-            "hf:PATH_OR_ID, openai:URL, vllm:MODEL, tinker:MODEL, litellm:MODEL (hosted chat; settings via "
-            "--policy-kwargs)"
+            + llm_specs() + " (" + llm_specs("chat") + ": hosted chat); settings via --policy-kwargs"
         ),
     ),
     (("--selector",), "selector", str, "rpucg", "history selector Φ: {selectors} (default rpucg)"),
@@ -307,7 +306,7 @@ def _config_from_args(args: argparse.Namespace) -> SearchConfig:
             raise ValueError(f"--edit-format {edit_format} contradicts --policy-kwargs edit_format {have!r}")
         if not is_llm_spec(config.policy) and edit_format != "full":
             raise ValueError(f"--edit-format {edit_format} needs an LLM policy with --action-mode code "
-                             f"({LLM_SPECS}); {config.policy!r} proposes no programs")
+                             f"({llm_specs()}); {config.policy!r} proposes no programs")
         if not args.resume and edit_format != "full":
             config.policy_kwargs = {**config.policy_kwargs, "edit_format": edit_format}
     compat = getattr(args, "compat", None)

@@ -34,6 +34,7 @@ from discoverygym.cli.common import (
 )
 from discoverygym.errors import BackendUnavailable, UsageError
 from discoverygym.io import file_in_the_way, read_input_text
+from discoverygym.policy import llm_specs
 
 __all__ = ["add_parsers", "main", "run"]
 
@@ -105,8 +106,8 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", default=None,
                    help="trainable policy: operators (default where the problem declares operators: circle packing, step "
-                        "functions), gaussian (default elsewhere, and with --sigma/--polish) or an LLM: hf:PATH_OR_ID, openai:URL, vllm:MODEL, "
-                   "tinker:MODEL (programs, action_mode=code)")
+                        "functions), gaussian (default elsewhere, and with --sigma/--polish) or an LLM: "
+                        f"{llm_specs('train')} (programs, action_mode=code)")
     p.add_argument("--steps", type=int, default=None, help="training steps (default 50; unlimited with --budget-s)")
     p.add_argument("--groups", type=int, default=None, help="groups (start states) per step (default: 2 for the operators policy, 8 otherwise)")
     p.add_argument("--group-size", type=int, default=None, help="rollouts per group (default: 8 for the operators policy, 64 otherwise)")
@@ -137,8 +138,8 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _llm_args(p: argparse.ArgumentParser) -> None:
-    """Options of LLM policies (``--policy hf:M | openai:URL | vllm:M | tinker:M``)."""
-    g = p.add_argument_group("LLM policies (--policy hf:PATH_OR_ID, openai:URL, vllm:MODEL, tinker:MODEL)")
+    """Options of LLM policies (the trainable backends of :func:`~discoverygym.policy.llm_specs`)."""
+    g = p.add_argument_group(f"LLM policies (--policy {llm_specs('train')})")
     g.add_argument("--max-new-tokens", type=int, default=None, help="completion length limit in tokens (default 1024)")
     g.add_argument("--temperature", type=float, default=None, help="sampling temperature (default 1.0)")
     g.add_argument("--lora-rank", type=int, default=None, help="LoRA rank (default 32)")

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from discoverygym.agents.irft.sft import SFTSettings, run_weighted_sft
 from discoverygym.errors import BackendUnavailable
-from discoverygym.policy import policy_factory
+from discoverygym.policy import llm_backend, split_spec
 
 __all__ = ["Backend", "HFBackend", "TinkerBackend", "make_backend"]
 
@@ -153,6 +153,10 @@ def _tinker_preflight(timeout_s: float = 10.0) -> None:
 def make_backend(spec: str, kwargs: dict | None = None) -> Backend:
     """Build the generator of ``spec`` (``hf:...`` or ``tinker:...``) with constructor ``kwargs``.
 
+    The policy class is the backend's entry in the one backend table
+    (:mod:`discoverygym.agents.policies.backends`); its ``post_train`` flag says whether IRFT can
+    train it.
+
     Raises:
         ValueError: another backend prefix, a malformed spec, ``policy_kwargs`` the backend does
             not take, or (``tinker:``) no ``TINKER_API_KEY``.
@@ -160,32 +164,19 @@ def make_backend(spec: str, kwargs: dict | None = None) -> Backend:
             extra is not installed (message names it) or the Tinker service is unreachable.
         OSError: the model cannot be loaded (``ModelUnavailable``).
     """
-    from discoverygym.agents.policies import llm
-
-    backend, target = llm.split_spec(spec)
-    if backend not in ("hf", "tinker"):
+    backend, target = split_spec(spec)
+    entry = llm_backend(backend)
+    if not entry.post_train or backend not in _GENERATORS:
         raise ValueError(f"post-training needs a trainable generator: hf:PATH or tinker:MODEL, got {spec!r}")
-    if backend == "hf":
-        missing = [
-            m
-            for m in ("torch", "transformers", "peft", "trl", "datasets")
-            if importlib.util.find_spec(m) is None
-        ]
-        if missing:
-            raise BackendUnavailable(
-                f"post-training hf: models needs {', '.join(missing)}: pip install 'discoverygym[llm]'"
-            )
-    else:
-        _tinker_preflight()
+    generator, preflight = _GENERATORS[backend]
+    preflight()
     try:
-        cls = policy_factory(spec)
+        cls = entry.policy()
         try:
             inspect.signature(cls).bind(os.fspath(target), **(kwargs or {}))
         except TypeError as exc:
             raise ValueError(f"policy_kwargs of {spec!r}: {exc}") from None
         policy = cls(os.fspath(target), **(kwargs or {}))
-    except llm.BackendUnavailable as exc:
-        raise BackendUnavailable(str(exc)) from None
     except Exception as exc:
         if type(exc).__module__.split(".")[0] == "tinker":
             name = type(exc).__name__
@@ -194,4 +185,23 @@ def make_backend(spec: str, kwargs: dict | None = None) -> Backend:
             if "Authentication" in name or "PermissionDenied" in name:
                 raise ValueError(f"tinker: the service refused TINKER_API_KEY: {exc}") from None
         raise
-    return HFBackend(policy) if backend == "hf" else TinkerBackend(policy)
+    return generator(policy)
+
+
+def _hf_preflight() -> None:
+    """Refuse ``hf:`` post-training at once when a library of the ``llm`` extra is missing.
+
+    Raises:
+        BackendUnavailable: torch, transformers, peft, trl or datasets is not installed.
+    """
+    missing = [m for m in ("torch", "transformers", "peft", "trl", "datasets") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise BackendUnavailable(f"post-training hf: models needs {', '.join(missing)}: pip install 'discoverygym[llm]'")
+
+
+#: backend name -> (the generator that wraps its policy, the check run before it is built); the
+#: backends of the table whose ``post_train`` flag is set.
+_GENERATORS: dict[str, tuple[Callable[[Any], Backend], Callable[[], None]]] = {
+    "hf": (HFBackend, _hf_preflight),
+    "tinker": (TinkerBackend, _tinker_preflight),
+}

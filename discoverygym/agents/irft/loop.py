@@ -185,7 +185,7 @@ class IRFTConfig:
 
     def _validate_policy(self) -> None:
         from discoverygym.agents.policies.llm import split_spec
-        from discoverygym.policy import CHAT_BACKENDS, CHAT_REFUSAL
+        from discoverygym.policy import LLM_BACKENDS, chat_refusal
 
         if not isinstance(self.policy, str):
             raise ValueError(f"policy must be a string such as hf:PATH or tinker:MODEL, got {self.policy!r}")  # noqa: TRY004
@@ -193,9 +193,9 @@ class IRFTConfig:
             backend, _ = split_spec(self.policy)
         except ValueError:
             backend = None
-        if backend in CHAT_BACKENDS:
-            raise ValueError(CHAT_REFUSAL.format(command="post-train"))
-        if backend not in ("hf", "tinker"):
+        if backend is not None and LLM_BACKENDS[backend].chat:
+            raise ValueError(chat_refusal("post-train"))
+        if backend is None or not LLM_BACKENDS[backend].post_train:
             raise ValueError(
                 f"post-training needs a trainable generator: hf:PATH or tinker:MODEL, got {self.policy!r}"
             )

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from discoverygym.policy import (
-    LLM_SPECS,
     POLICIES,
     Policy,
     SamplingContext,
@@ -91,12 +90,12 @@ def make_trainable_policy(name: str, shape: Sequence[int], **kwargs: Any) -> Tra
             factory), or a registered policy that is not trainable (no ``token_logprobs`` ...).
         ImportError: torch is not installed (``pip install 'discoverygym[rl]'``).
     """
-    from discoverygym.policy import is_llm_spec
+    from discoverygym.policy import is_llm_spec, llm_specs
 
     if is_llm_spec(name) or name not in POLICIES:
         trainable = sorted(n for n in POLICIES if _is_trainable_class(policy_factory(n)))
         raise ValueError(f"unknown trainable policy {name!r}; trainable: {', '.join(trainable)}, "
-                         f"or an LLM (code mode): {LLM_SPECS}")
+                         f"or an LLM (code mode): {llm_specs()}")
     if not _is_trainable_class(policy_factory(name)):
         raise ValueError(f"policy {name!r} cannot be trained (it has no differentiable log-probabilities); "
                          "use it with `discoverygym search`")

@@ -12,7 +12,7 @@ variables (``OPENAI_API_BASE``, ``OLLAMA_API_BASE``...).
 
 What it can drive: frozen search (``discoverygym search --action-mode code``). A chat API returns
 text, not the log-probabilities of a model you hold, so ``discoverygym train`` and
-``discoverygym post-train`` refuse it (:data:`CHAT_REFUSAL`); train with ``hf:``, ``openai:URL``
+``discoverygym post-train`` refuse it (:func:`~discoverygym.policy.chat_refusal`); train with ``hf:``, ``openai:URL``
 (vLLM), ``vllm:`` or ``tinker:``.
 
 Each of the K samples of a prompt is one chat request (providers differ on ``n``); at most
@@ -38,9 +38,7 @@ import numpy as np
 
 from discoverygym.agents.policies.llm import BackendUnavailable, LLMSample, context_messages, make_sample
 from discoverygym.agents.policies.usage import UsageLimitReached, UsageTracker
-from discoverygym.policy import CHAT_BACKENDS, CHAT_REFUSAL
-
-__all__ = ["CHAT_BACKENDS", "CHAT_REFUSAL", "ChatError", "LiteLLMPolicy", "UsageLimitReached", "import_litellm"]
+__all__ = ["ChatError", "LiteLLMPolicy", "UsageLimitReached", "import_litellm"]
 
 
 

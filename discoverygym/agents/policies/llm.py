@@ -1,16 +1,8 @@
 """What every LLM policy backend shares: the sample record, errors, prompt rendering, spec parsing.
 
-Backends (each an optional extra, imported lazily):
-
-============  ================================================  ==========================
-spec          class                                             trains
-============  ================================================  ==========================
-``hf:M``      :class:`~.hf.HFPolicy` (transformers + peft)      LoRA, locally (CPU/CUDA)
-``openai:U``  :class:`~.openai_server.OpenAIServerPolicy`       via a local HFPolicy
-``vllm:M``    :class:`~.vllm_engine.VLLMPolicy` (in-process)    via a local HFPolicy
-``tinker:M``  :class:`~.tinker_policy.TinkerPolicy`             remotely (Tinker service)
-``litellm:M`` :class:`~.chat.LiteLLMPolicy` (hosted chat)          no (search only)
-============  ================================================  ==========================
+The backends (each an optional extra, imported lazily) are the entries of the one backend table,
+:mod:`discoverygym.agents.policies.backends`. :class:`BackendUnavailable` is
+:class:`discoverygym.errors.BackendUnavailable` (an :class:`ImportError` too), re-exported here.
 
 ``M`` is a local directory or a Hugging Face hub id, ``U`` the base URL of an OpenAI-compatible
 server (e.g. ``http://127.0.0.1:8000``).
@@ -27,14 +19,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from discoverygym import errors
 from discoverygym.agents.policies.edits import EDIT_FORMATS, apply_edit, check_edit_format
 from discoverygym.agents.prompts import ResponseError, build_messages, failed_program, parse_response
-from discoverygym.policy import LLM_SPECS, Outcome, Sample, is_llm_spec, split_spec
+from discoverygym.errors import BackendUnavailable
+from discoverygym.policy import Outcome, Sample, is_llm_spec, split_spec
 
 __all__ = [
     "EDIT_FORMATS",
-    "LLM_SPECS",
     "BackendUnavailable",
     "LLMSample",
     "ModelUnavailable",
@@ -44,11 +35,6 @@ __all__ = [
     "make_sample",
     "split_spec",
 ]
-
-class BackendUnavailable(errors.BackendUnavailable, ImportError):
-    """The backend cannot be used here: its library is not installed (the message names the extra),
-    its credentials are not set, or its service cannot be reached. The CLI exits with code 3."""
-
 
 class ModelUnavailable(OSError):
     """A model could not be loaded: not a local directory and not obtainable from the hub."""
