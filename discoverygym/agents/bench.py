@@ -225,6 +225,7 @@ def _run_trainer(config: Any, t0: float, run_dir: Path | None, initial: Any, cal
     """A trainer run (resumed from ``run_dir``'s checkpoint when it has one): the result fields."""
     import shutil
 
+    from discoverygym.agents.config import unnamed_refusal
     from discoverygym.agents.trainer import RESUMABLE_FIELDS, TrainConfig, Trainer, has_checkpoint
 
     trace: list[tuple[float, float]] = []
@@ -237,6 +238,9 @@ def _run_trainer(config: Any, t0: float, run_dir: Path | None, initial: Any, cal
 
     if run_dir is not None and has_checkpoint(run_dir):
         stored = json.loads((run_dir / "config.json").read_text())
+        refusal = unnamed_refusal(stored, run_dir)
+        if refusal:
+            raise ValueError(refusal)
         stored.update({k: getattr(config, k) for k in RESUMABLE_FIELDS})
         trainer = Trainer(TrainConfig(**stored), run_dir, initial=initial, resume=True, callback=on_step)
     else:

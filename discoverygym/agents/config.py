@@ -53,8 +53,10 @@ __all__ = [
     "default_policy",
     "flat_config",
     "policy_mismatch",
+    "recorded_config",
     "register_config",
     "replace_config",
+    "unnamed_refusal",
 ]
 
 #: the learning rate when none is given: ours for the numeric policy (the paper's 4e-5 is for LoRA
@@ -312,6 +314,62 @@ class TrainConfig:
         data = self.to_dict()
         llm = data.pop("llm")
         return {**data, **llm}
+
+
+#: the ``config.json`` key that lists the seams a run got as Python objects, which no name rebuilds.
+UNNAMED_KEY = "unnamed"
+
+
+def _describe(fn: Any) -> str:
+    """``"module.qualname"`` of a function or of an object's class, for messages."""
+    target = fn if hasattr(fn, "__qualname__") else type(fn)
+    return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', repr(target))}"
+
+
+def recorded_config(config: TrainConfig, *, objective: Any = None, loss: Any = None) -> dict:
+    """What ``config.json`` records of a run: enough to resume the same algorithm, or that it cannot be.
+
+    ``config.objective`` / ``config.loss`` name registered seams, so :meth:`TrainConfig.to_dict`
+    rebuilds them. An ``objective`` or ``loss`` given as a Python object (``Trainer(objective=fn)``)
+    has no name: its field is recorded as ``None`` and ``"unnamed": {"objective": "module.qualname"}``
+    says so, so that no reader mistakes the configured default for the algorithm that ran.
+
+    Args:
+        config: the run's configuration.
+        objective: the Python objective the trainer got, or ``None`` (``config.objective`` ran).
+        loss: the Python loss the trainer got, or ``None``.
+
+    Returns:
+        A JSON-ready dict (:meth:`TrainConfig.to_dict`, plus the ``"unnamed"`` key when needed).
+    """
+    data = config.to_dict()
+    unnamed = {seam: _describe(fn) for seam, fn in (("objective", objective), ("loss", loss)) if fn is not None}
+    for seam in unnamed:
+        data[seam] = None
+    if unnamed:
+        data[UNNAMED_KEY] = unnamed
+    return data
+
+
+def unnamed_refusal(stored: dict, run_dir: Any, given: tuple[str, ...] = ()) -> str | None:
+    """The one line that refuses to resume a run whose ``config.json`` records an unnamed seam.
+
+    Args:
+        stored: the run's ``config.json``.
+        run_dir: the run directory (for the message).
+        given: the seams the resuming caller passes again as Python objects (they are not refused).
+
+    Returns:
+        The message, or ``None`` when every seam of the run is named (or given again).
+    """
+    unnamed = {seam: name for seam, name in (stored.get(UNNAMED_KEY) or {}).items() if seam not in given}
+    if not unnamed:
+        return None
+    what = " and ".join(f"a Python {seam} ({name})" for seam, name in unnamed.items())
+    return (f"{run_dir} was trained with {what} that config.json cannot name, so --resume would continue with "
+            "another algorithm: resume it from Python with the same object (Trainer(..., resume=True, "
+            f"{'=..., '.join(unnamed)}=...)), or register it (register_objective / register_loss) and start a "
+            "new run under its name")
 
 
 def flat_config(data: dict) -> dict:

@@ -44,6 +44,7 @@ run's log files (:mod:`~.train_log`), the evaluation pool (:mod:`~discoverygym.s
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import shutil
@@ -72,6 +73,8 @@ from discoverygym.agents.config import (
     ablation_config,
     default_policy,
     policy_mismatch,
+    recorded_config,
+    unnamed_refusal,
 )
 from discoverygym.agents.losses import DEFAULT_LOSS, Loss, make_loss
 from discoverygym.agents.objectives import (
@@ -180,6 +183,11 @@ class Trainer:
         self.run_dir = Path(run_dir) if run_dir is not None else None
         if self.run_dir is not None and not resume and has_checkpoint(self.run_dir):
             raise FileExistsError(f"{self.run_dir} already holds a run; pass resume=True (--resume)")
+        if self.run_dir is not None and resume and (self.run_dir / "config.json").is_file():
+            given = tuple(seam for seam, fn in (("objective", objective), ("loss", loss)) if fn is not None)
+            refusal = unnamed_refusal(json.loads((self.run_dir / "config.json").read_text()), self.run_dir, given)
+            if refusal:
+                raise ValueError(refusal)
         self.callback = callback
         self.objective = objective or make_objective(config.objective, **config.objective_kwargs)
         self.env = env if env is not None else make_train_env(config)
@@ -220,7 +228,7 @@ class Trainer:
             self._load_checkpoint()
         elif self.run_dir is not None:
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            atomic_write_json(self.run_dir / "config.json", config.to_dict())
+            atomic_write_json(self.run_dir / "config.json", recorded_config(config, objective=objective, loss=loss))
             self._write_best()
 
     def _install_loss(self, loss: Loss | None) -> None:

@@ -251,8 +251,9 @@ def _stored_train_config(run_dir: Path, env_id: str) -> dict:
     """The ``config.json`` of the train run in ``run_dir``, for ``--resume`` of ``env_id``.
 
     Raises:
-        UsageError: no such directory / not a directory / no or unreadable config.json; the directory
-            holds another kind of run (search, post-train) or a run of another env.
+        UsageError: no such directory / not a directory / no or unreadable config.json; the run got a
+            Python objective or loss that config.json cannot name (it would resume another algorithm);
+            the directory holds another kind of run (search, post-train) or a run of another env.
     """
     if not run_dir.exists():
         raise UsageError(f"--resume: {run_dir} does not exist (nothing to resume; start the run without --resume)")
@@ -269,6 +270,11 @@ def _stored_train_config(run_dir: Path, env_id: str) -> dict:
         raise UsageError(f"cannot read {cfg_path}: nested too deeply to be a configuration") from None
     if not isinstance(stored, dict):
         raise UsageError(f"{cfg_path} is not a train configuration (not a JSON object)")
+    from discoverygym.agents.config import unnamed_refusal
+
+    refusal = unnamed_refusal(stored, run_dir)
+    if refusal:
+        raise UsageError(refusal)
     kind = run_kind(run_dir)
     if kind == "other":
         raise UsageError(f"{run_dir} does not hold a train run ({cfg_path} has no groups/group_size)")
