@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MAX_INPUT_BYTES", "MAX_RUN_FILE_BYTES", "RUN_FILES", "RUN_KINDS", "atomic_write_json", "atomic_write_text",
+__all__ = ["CONFIG_FILE", "MAX_INPUT_BYTES", "MAX_RUN_FILE_BYTES", "RUN_FILES", "RUN_KINDS", "atomic_write_json", "atomic_write_text",
            "available_cpus", "check_input_file", "check_run_files", "file_in_the_way", "json_lines",
            "limit_native_threads", "read_input_bytes", "read_input_text", "run_kind", "script_json"]
 
@@ -117,8 +117,12 @@ def read_input_text(path: str | os.PathLike, max_bytes: int = MAX_INPUT_BYTES) -
 #: (every evaluated program, every response); the cap only stops a sparse or runaway file.
 MAX_RUN_FILE_BYTES = 4 << 30
 
+#: the configuration file of every run directory (train, search, post-train); :mod:`discoverygym.rundir`
+#: hands it on with the one "free or resumable" check.
+CONFIG_FILE = "config.json"
+
 #: the files of a run directory that ``report`` and the resumes read back (those present are checked).
-RUN_FILES = ("config.json", "best.json", "archive.json", "usage.json", "outcomes.json", "archive.jsonl",
+RUN_FILES = (CONFIG_FILE, "best.json", "archive.json", "usage.json", "outcomes.json", "archive.jsonl",
              "states.jsonl", "metrics.jsonl", "samples.jsonl", "rounds.jsonl", "buffer.jsonl", "state.json")
 
 
@@ -300,7 +304,7 @@ def run_kind(run_dir: str | os.PathLike) -> str | None:
     d = Path(run_dir)
     if not d.is_dir():
         return None
-    path = d / "config.json"
+    path = d / CONFIG_FILE
     if path.is_file():
         try:
             check_input_file(path)  # a FIFO named config.json must not block

@@ -15,7 +15,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "discoverygym"
 LAYERS = {"types": 0, "errors": 0, "io": 0, "casestats": 0, "policy": 0, "protocols": 0, "tensorboard": 0, "outcomes": 0,
-          "records": 0, "judgment": 0,
+          "records": 0, "judgment": 0, "rundir": 0,
           "rewards": 1,
           "sandbox": 2, "envs": 3, "wrappers": 3, "audit": 4, "search": 4, "interop": 5, "agents": 5, "report": 5,
           "cli": 6}

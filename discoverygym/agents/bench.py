@@ -226,6 +226,7 @@ def _run_trainer(config: Any, t0: float, run_dir: Path | None, initial: Any, cal
     import shutil
 
     from discoverygym.agents.config import unnamed_refusal
+    from discoverygym.rundir import CONFIG_FILE
     from discoverygym.agents.trainer import RESUMABLE_FIELDS, TrainConfig, Trainer, has_checkpoint
 
     trace: list[tuple[float, float]] = []
@@ -237,7 +238,7 @@ def _run_trainer(config: Any, t0: float, run_dir: Path | None, initial: Any, cal
             callback(m)
 
     if run_dir is not None and has_checkpoint(run_dir):
-        stored = json.loads((run_dir / "config.json").read_text())
+        stored = json.loads((run_dir / CONFIG_FILE).read_text())
         refusal = unnamed_refusal(stored, run_dir)
         if refusal:
             raise ValueError(refusal)

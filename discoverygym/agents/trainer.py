@@ -92,6 +92,7 @@ from discoverygym.envs.operators.deadline import WithDeadline, deadline_at, step
 from discoverygym.io import atomic_write_json, available_cpus, limit_native_threads
 from discoverygym.outcomes import classify, count_outcomes, failure_tier_reward
 from discoverygym.policy import Sample, SamplingContext, edit_stats
+from discoverygym.rundir import CONFIG_FILE, RunDirOccupied, check_run_dir
 from discoverygym.search.executors import EvalTask, LocalEvaluator, evaluate_task
 from discoverygym.types import State
 
@@ -181,11 +182,14 @@ class Trainer:
         if mismatch:
             raise ValueError(mismatch)
         self.run_dir = Path(run_dir) if run_dir is not None else None
-        if self.run_dir is not None and not resume and has_checkpoint(self.run_dir):
-            raise FileExistsError(f"{self.run_dir} already holds a run; pass resume=True (--resume)")
-        if self.run_dir is not None and resume and (self.run_dir / "config.json").is_file():
+        if self.run_dir is not None and not resume:
+            try:  # the one "free or resumable" check; a train run counts once it has a checkpoint
+                check_run_dir(self.run_dir, "train", resume=False, occupied=has_checkpoint)
+            except RunDirOccupied as exc:
+                raise FileExistsError(str(exc)) from None
+        if self.run_dir is not None and resume and (self.run_dir / CONFIG_FILE).is_file():
             given = tuple(seam for seam, fn in (("objective", objective), ("loss", loss)) if fn is not None)
-            refusal = unnamed_refusal(json.loads((self.run_dir / "config.json").read_text()), self.run_dir, given)
+            refusal = unnamed_refusal(json.loads((self.run_dir / CONFIG_FILE).read_text()), self.run_dir, given)
             if refusal:
                 raise ValueError(refusal)
         self.callback = callback
@@ -228,7 +232,7 @@ class Trainer:
             self._load_checkpoint()
         elif self.run_dir is not None:
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            atomic_write_json(self.run_dir / "config.json", recorded_config(config, objective=objective, loss=loss))
+            atomic_write_json(self.run_dir / CONFIG_FILE, recorded_config(config, objective=objective, loss=loss))
             self._write_best()
 
     def _install_loss(self, loss: Loss | None) -> None:
@@ -525,7 +529,7 @@ class Trainer:
         assert self.run_dir is not None
         found = latest_checkpoint(self.run_dir / "checkpoints")
         if found is None:
-            if not (self.run_dir / "config.json").is_file():
+            if not (self.run_dir / CONFIG_FILE).is_file():
                 raise FileNotFoundError(f"no checkpoint in {self.run_dir} to resume from")
             # stopped (Ctrl-C) before its first checkpoint: nothing to restore, start from scratch
             # with the stored configuration, dropping whatever the first step had begun to log

@@ -35,6 +35,7 @@ from discoverygym.cli.common import (
 from discoverygym.errors import BackendUnavailable, UsageError
 from discoverygym.io import file_in_the_way, read_input_text
 from discoverygym.policy import llm_specs
+from discoverygym.rundir import CONFIG_FILE, check_run_dir
 
 __all__ = ["add_parsers", "main", "run"]
 
@@ -234,17 +235,14 @@ def _with_default_policy(overrides: dict[str, Any], env_id: str) -> dict[str, An
 
 
 def _check_new_run_dir(run_dir: Path) -> None:
-    """Refuse a ``--run-dir`` for a new run that is a file, lies under a file, or holds a run."""
-    blocker = file_in_the_way(run_dir)
-    if blocker == run_dir:
-        raise UsageError(f"{run_dir} exists and is not a directory")
-    if blocker is not None:
-        raise UsageError(f"{blocker} exists and is not a directory (it cannot hold --run-dir {run_dir})")
-    if (run_dir / "checkpoints" / "latest.json").exists() or any((run_dir / "checkpoints").glob("step_*")):
-        raise UsageError(f"{run_dir} already holds a run: pass --resume or choose another --run-dir")
-    kind = run_kind(run_dir)
-    if kind in ("search", "post-train"):
-        raise UsageError(f"{run_dir} holds a {kind} run: choose another --run-dir")
+    """Refuse a ``--run-dir`` for a new run that is a file, lies under a file, or holds a run
+    (:func:`discoverygym.rundir.check_run_dir`; a train run counts once it has a checkpoint)."""
+    from discoverygym.agents.checkpoint import has_checkpoint
+
+    try:
+        check_run_dir(run_dir, "train", resume=False, occupied=has_checkpoint)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _stored_train_config(run_dir: Path, env_id: str) -> dict:
@@ -259,7 +257,7 @@ def _stored_train_config(run_dir: Path, env_id: str) -> dict:
         raise UsageError(f"--resume: {run_dir} does not exist (nothing to resume; start the run without --resume)")
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir} exists and is not a directory")
-    cfg_path = run_dir / "config.json"
+    cfg_path = run_dir / CONFIG_FILE
     if not cfg_path.is_file():
         raise UsageError(f"{run_dir} holds no run to resume (no config.json)")
     try:

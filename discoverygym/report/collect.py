@@ -28,6 +28,7 @@ from typing import Any
 
 from discoverygym.io import MAX_RUN_FILE_BYTES, json_lines, read_input_bytes, read_input_text, run_kind
 from discoverygym.outcomes import CATEGORIES
+from discoverygym.rundir import CONFIG_FILE
 from discoverygym.search.runlog import RunLog
 
 __all__ = ["Node", "RunData", "collect", "program_text", "unified_diff"]
@@ -521,7 +522,7 @@ def collect(run_dir: str | os.PathLike) -> RunData:
         what = "does not exist" if not run_dir.exists() else ("holds no run" if kind is None else
                                                                 "holds an unreadable or unknown config.json")
         raise ValueError(f"{run_dir} {what}: give a search, train or post-train run directory")
-    config = _read_json(run_dir / "config.json")
+    config = _read_json(run_dir / CONFIG_FILE)
     config = config if isinstance(config, dict) else {}
     env_id = config.get("env_id") or (list(config.get("problems") or []) or [None])[0]
     data = RunData(kind=kind, run_dir=run_dir, env_id=env_id, config=config, usage=_read_usage(run_dir))

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from discoverygym.io import MAX_RUN_FILE_BYTES, atomic_write_json, read_input_bytes, read_input_text
+from discoverygym.rundir import CONFIG_FILE, check_run_dir
 from discoverygym.types import State
 
 __all__ = ["CONSTRUCTION_RTOL", "PROGRAM_RTOL", "LogRejected", "Replay", "RunLog", "ScalarWriter", "Verified",
@@ -65,7 +66,7 @@ class RunLog:
         OSError: the directory cannot be created (the message names it).
     """
 
-    CONFIG = "config.json"
+    CONFIG = CONFIG_FILE
     LOG = "archive.jsonl"
     BEST = "best.json"
     SNAPSHOT = "archive.json"
@@ -93,23 +94,18 @@ class RunLog:
         Raises:
             ValueError: a directory that already holds a run without ``resume``; with ``resume``, a
                 directory that does not exist, holds no run (no ``config.json``), or holds a run with
-                another configuration (the message lists the differences).
+                another configuration (the message lists the differences); see
+                :func:`~discoverygym.rundir.check_run_dir`.
             OSError: the directory cannot be created or written.
         """
-        if resume and not Path(run_dir).is_dir():
-            raise ValueError(f"cannot resume {run_dir}: no such run directory (start a new run without resume)")
+        stored = check_run_dir(run_dir, "search", resume)  # the one "free or resumable" check
         log = cls(run_dir)
         log.check_writable()
-        stored = log.read_config()
         if resume:
-            if stored is None:
-                what = "has a log but no config.json" if log.has_log() else "holds no run (no config.json)"
-                raise ValueError(f"cannot resume {run_dir}: it {what}; start a new run without resume")
+            stored = {k: v for k, v in (stored or {}).items() if k != "kind"}
             if stored != config:
                 diff = {k: (stored.get(k), v) for k, v in config.items() if stored.get(k) != v}
                 raise ValueError(f"cannot resume {run_dir}: configuration differs (stored, given): {diff}")
-        elif stored is not None or log.has_log():
-            raise ValueError(f"{run_dir} already holds a run; pass resume=True (--resume) or use a new run dir")
         return log
 
     # ------------------------------------------------------------------ exclusive use

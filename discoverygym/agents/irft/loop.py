@@ -48,13 +48,14 @@ from typing import Any
 
 import numpy as np
 
+from discoverygym import rundir
 from discoverygym import tensorboard as tbs
 from discoverygym.agents.irft.backends import Backend, make_backend
 from discoverygym.agents.irft.buffer import ReplayBuffer, rows_from_search
 from discoverygym.agents.irft.credit import CREDIT_RULES, assign_credit
 from discoverygym.agents.irft.recording import RecordingPolicy, read_prompts
 from discoverygym.agents.irft.sft import SFTSettings
-from discoverygym.io import atomic_write_json, file_in_the_way, run_kind
+from discoverygym.io import atomic_write_json, run_kind
 from discoverygym.search.evolution import EvolutionarySearch, SearchConfig
 from discoverygym.search.runlog import RunLog
 
@@ -206,41 +207,15 @@ class IRFTConfig:
 
 
 def check_run_dir(run_dir: str | os.PathLike, *, resume: bool) -> dict | None:
-    """Check that ``run_dir`` can be used (nothing is created); returns the stored configuration
-    with ``resume``, else ``None``.
+    """Check that ``run_dir`` can be used for a post-train run (nothing is created); returns the
+    stored configuration with ``resume``, else ``None``: :func:`discoverygym.rundir.check_run_dir`.
 
     Raises:
         ValueError: the path (or a parent) is not a directory; ``resume`` of a directory without a
             post-train run (a search or train run is named as such); a new run in a directory
             that already holds a run.
     """
-    d = Path(run_dir)
-    blocker = file_in_the_way(d)
-    if blocker == d:
-        raise ValueError(f"{d} exists and is not a directory")
-    if blocker is not None:
-        raise ValueError(f"cannot create {d}: {blocker} is not a directory")
-    kind = run_kind(d)
-    other = {
-        "search": "a search run (discoverygym search)",
-        "train": "a train run (discoverygym train)",
-        "other": "a config.json that is not a post-train configuration",
-    }
-    if resume:
-        if kind is None:
-            raise ValueError(f"cannot resume {d}: it holds no post-train run (no config.json)")
-        if kind != "post-train":
-            raise ValueError(f"cannot resume {d}: it holds {other[kind]}, not a post-train run")
-        try:
-            stored = json.loads((d / "config.json").read_text())
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"cannot resume {d}: unreadable config.json ({exc})") from None
-        return stored
-    if kind == "post-train":
-        raise ValueError(f"{d} already holds a post-train run: pass --resume or choose another --run-dir")
-    if kind is not None:
-        raise ValueError(f"{d} holds {other[kind]}; choose another --run-dir for a post-train run")
-    return None
+    return rundir.check_run_dir(run_dir, "post-train", resume)
 
 
 def _record(env_id: str) -> float | None:
@@ -304,7 +279,7 @@ class IRFT:
         self._tb_enabled = tensorboard
         self.backend = backend if backend is not None else make_backend(config.policy, config.policy_kwargs)
         self.dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(self.dir / "config.json", {"kind": "post-train", **self._config_dict()})
+        atomic_write_json(self.dir / rundir.CONFIG_FILE, {"kind": "post-train", **self._config_dict()})
         self.buffer = ReplayBuffer(self.dir / ReplayBuffer.FILE)
         self.settings = SFTSettings(**config.sft)
 
