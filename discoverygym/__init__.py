@@ -14,7 +14,7 @@ __version__ = "0.1.0"
 
 register_envs()
 # the one backend table fills the ground-floor policy registry (discoverygym.policy.POLICIES, LLM_BACKENDS)
-import discoverygym.agents.policies.backends  # noqa: E402, F401
+import discoverygym.agents.policies.backends  # noqa: F401
 
 __all__ = [
     "ENVS",

@@ -3,7 +3,7 @@
 One run = (env, config, seed) for ``budget_s`` seconds of wall time, recorded as a trace of
 ``(seconds, best verified score)`` points. Configs:
 
-* trainer configs (:data:`~discoverygym.agents.trainer.ABLATIONS`: ``full`` = TTT-Discover,
+* trainer configs (:data:`~discoverygym.agents.config.ABLATIONS`: ``full`` = TTT-Discover,
   ``no-training``, ``naive-rl``, ``expected-reward``...) with every other setting at its
   default (the ``operators`` policy where the problem declares operators): one code path;
 * ``reference`` — the scipy reference of the problem family: ``scipy.optimize.basinhopping`` with
@@ -209,13 +209,13 @@ def _cma(env: Any, x0: np.ndarray, rng: np.random.Generator, track: _Tracker, de
 def trainer_config(env_id: str, config: str, seed: int, budget_s: float | None = None, **overrides: Any) -> Any:
     """The :class:`~discoverygym.agents.trainer.TrainConfig` of trainer config ``config`` (an ablation
     name) on ``env_id``: ``discoverygym train``'s defaults (the env's default policy,
-    :func:`~discoverygym.agents.trainer.default_policy`) with ``overrides`` applied; the one place
+    :func:`~discoverygym.agents.config.default_policy`) with ``overrides`` applied; the one place
     the benchmark and ``discoverygym compare`` build their trainer configs.
 
     Raises:
         ValueError: unknown ablation name or an invalid override.
     """
-    from discoverygym.agents.trainer import ablation_config, default_policy
+    from discoverygym.agents.config import ablation_config, default_policy
 
     overrides.setdefault("policy", default_policy(env_id))
     return ablation_config(config, env_id=env_id, seed=seed, budget_s=budget_s, **overrides)
@@ -225,9 +225,10 @@ def _run_trainer(config: Any, t0: float, run_dir: Path | None, initial: Any, cal
     """A trainer run (resumed from ``run_dir``'s checkpoint when it has one): the result fields."""
     import shutil
 
-    from discoverygym.agents.config import unnamed_refusal
+    from discoverygym.agents.checkpoint import has_checkpoint
+    from discoverygym.agents.config import RESUMABLE_FIELDS, TrainConfig, unnamed_refusal
+    from discoverygym.agents.trainer import Trainer
     from discoverygym.rundir import CONFIG_FILE
-    from discoverygym.agents.trainer import RESUMABLE_FIELDS, TrainConfig, Trainer, has_checkpoint
 
     trace: list[tuple[float, float]] = []
 

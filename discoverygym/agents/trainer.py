@@ -64,21 +64,14 @@ from discoverygym.agents.batch import TrainBatch, run_update
 from discoverygym.agents.build import build_learners, make_reuse, make_train_env, rollout_pool
 from discoverygym.agents.checkpoint import has_checkpoint, latest_checkpoint, load_checkpoint, save_checkpoint
 from discoverygym.agents.config import (
-    ABLATIONS,
-    CREDITS,
-    DEFAULT_GROUPS,
-    RESUMABLE_FIELDS,
-    UNLIMITED_STEPS,
     TrainConfig,
     ablation_config,
-    default_policy,
     policy_mismatch,
     recorded_config,
     unnamed_refusal,
 )
 from discoverygym.agents.losses import DEFAULT_LOSS, Loss, make_loss
 from discoverygym.agents.objectives import (
-    MIN_ROLLOUT_S,
     REPEAT_RTOL,
     Objective,
     is_repeat,
@@ -96,11 +89,7 @@ from discoverygym.rundir import CONFIG_FILE, RunDirOccupied, check_run_dir
 from discoverygym.search.executors import EvalTask, LocalEvaluator, evaluate_task
 from discoverygym.types import State
 
-__all__ = ["ABLATIONS", "CREDITS", "DEFAULT_GROUPS", "METRICS", "MIN_ROLLOUT_S", "REPEAT_RTOL",
-           "RESUMABLE_FIELDS", "UNLIMITED_STEPS", "NaiveRL", "TTTDiscover", "TrainConfig",
-           "TrainResult", "Trainer", "ablation_config", "build_learners", "default_policy", "has_checkpoint",
-           "is_repeat", "operator_costs", "policy_mismatch", "progress_rate", "rollout_pool",
-           "scored_advantages"]
+__all__ = ["METRICS", "NaiveRL", "TTTDiscover", "TrainResult", "Trainer", "operator_costs"]
 
 #: the metrics every step reports (``metrics.jsonl`` and TensorBoard; ``beta/group_<g>``,
 #: ``policy/<name>``, ``errors``, ``outcomes`` (the step's ``{category: count}``, nonzero

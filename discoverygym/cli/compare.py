@@ -80,7 +80,7 @@ def _prepare_root(args: argparse.Namespace, spec: dict) -> tuple[Path, dict]:
 
     ``--budget-s`` is not resumable here as it is for ``train``: the finished runs were scored at the
     stored wall budget, so a different one would print one budget over scores taken at another."""
-    from discoverygym.agents.trainer import RESUMABLE_FIELDS
+    from discoverygym.agents.config import RESUMABLE_FIELDS
     from discoverygym.io import file_in_the_way
 
     resumable = tuple(k for k in RESUMABLE_FIELDS if k != "budget_s")

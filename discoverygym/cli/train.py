@@ -196,7 +196,7 @@ _CONFIG_DOCS = {
     "failure-tiers": "failure rewards only (graded by outcome, all below every valid reward; ours)",
 }
 
-#: ``--credit`` values: :data:`discoverygym.agents.trainer.CREDITS` (not imported here: torch loads lazily)
+#: ``--credit`` values: :data:`discoverygym.agents.config.CREDITS` (not imported here: torch loads lazily)
 CREDIT_CHOICES = ("reward", "progress-rate")
 
 #: command-line flag -> TrainConfig field (the same for every learner).

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from discoverygym.agents import trainer as trainer_mod
+from discoverygym.agents.objectives import MIN_ROLLOUT_S
 from discoverygym.agents.trainer import TrainConfig, Trainer, ablation_config, progress_rate
 from discoverygym.envs.operators import circles
 from discoverygym.types import State
@@ -20,7 +21,7 @@ def test_progress_rate_by_hand():
     children = [_s(3.0), _s(0.5), _s(9.0, valid=False),   # group 0: +2 in 4 s, worse, invalid
                 _s(-1.0), _s(-3.0), _s(-2.0)]              # group 1: +2 in 1e-6 s (floored), equal, +1 in 0.5 s
     out = progress_rate(starts, children, [4.0, 1.0, 0.1, 1e-6, 2.0, 0.5], (2, 3))
-    want = torch.tensor([[0.5, 0.0, 0.0], [2.0 / trainer_mod.MIN_ROLLOUT_S, 0.0, 2.0]], dtype=torch.float64)
+    want = torch.tensor([[0.5, 0.0, 0.0], [2.0 / MIN_ROLLOUT_S, 0.0, 2.0]], dtype=torch.float64)
     assert torch.equal(out, want)
     with pytest.raises(ValueError, match="6 children and timings"):
         progress_rate(starts, children, [1.0] * 5, (2, 3))
@@ -87,7 +88,7 @@ def test_the_cli_flag_reaches_the_run_config(tmp_path, capsys, monkeypatch):
 
 
 def test_the_cli_offers_exactly_the_trainers_credits_and_configs_keep_their_own():
-    from discoverygym.agents.trainer import CREDITS
+    from discoverygym.agents.config import CREDITS
     from discoverygym.cli.train import CREDIT_CHOICES
 
     assert CREDIT_CHOICES == CREDITS

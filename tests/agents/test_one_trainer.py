@@ -14,8 +14,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from discoverygym.agents.config import ABLATIONS
 from discoverygym.agents.learner import Learner, NumericLearner
-from discoverygym.agents.trainer import ABLATIONS, Trainer, ablation_config
+from discoverygym.agents.trainer import Trainer, ablation_config
 from tests.llm_fixtures import tiny_model_dir
 
 ROOT = Path(__file__).resolve().parents[2]

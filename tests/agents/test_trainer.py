@@ -13,8 +13,9 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="agents need torch: pip install torch==2.13.0 (CPU)")
 
+from discoverygym.agents.config import ABLATIONS
 from discoverygym.agents.policies import SamplingContext, make_trainable_policy
-from discoverygym.agents.trainer import ABLATIONS, NaiveRL, TrainConfig, Trainer, TTTDiscover, ablation_config
+from discoverygym.agents.trainer import NaiveRL, TrainConfig, Trainer, TTTDiscover, ablation_config
 from discoverygym.cli import train as agents_cli
 from discoverygym.envs.base import DiscoveryEnv
 from discoverygym.envs.polish import get_polisher

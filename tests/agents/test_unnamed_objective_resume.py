@@ -12,9 +12,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from discoverygym.agents.objectives import mean_baseline  # noqa: E402
-from discoverygym.agents.trainer import TrainConfig, Trainer  # noqa: E402
-from discoverygym.cli import main  # noqa: E402
+from discoverygym.agents.objectives import mean_baseline
+from discoverygym.agents.trainer import TrainConfig, Trainer
+from discoverygym.cli import main
 
 
 def my_objective(rewards):

@@ -1,6 +1,6 @@
 """Credit rules: one weight per replay-buffer node, from its trajectory's final best reward only.
 
-* ``irft`` (TES Algorithm 2, ../shared/docs/algorithms.md "IRFT"): rank the nodes of each problem by
+* ``irft`` (TES Algorithm 2, docs/algorithms.md "IRFT"): rank the nodes of each problem by
   ``traj_best_reward`` and give the top R% weight 1, the rest 0. Intermediate rewards are ignored,
   so every node of a trajectory that ended well is imitated, including its failed attempts.
 * ``grpo`` (ours, beyond the paper): a trajectory-level advantage. Within each group of

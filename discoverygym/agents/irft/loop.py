@@ -1,6 +1,6 @@
 """The IRFT round loop: search → replay buffer → credit → weighted SFT → held-out evaluation.
 
-TES Algorithm 2 (../shared/docs/algorithms.md, "IRFT"): for ``rounds`` rounds, run the (C, L, K, Φ)
+TES Algorithm 2 (docs/algorithms.md, "IRFT"): for ``rounds`` rounds, run the (C, L, K, Φ)
 evolutionary search with the current generator on every training problem (C = ``trajectories``),
 add every sampled node to the replay buffer D, give each node a weight from its trajectory's
 final best reward (``irft``: top R% → 1, else 0; or ``grpo``: group-normalised advantages), and

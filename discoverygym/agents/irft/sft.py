@@ -42,7 +42,7 @@ __all__ = [
 
 @dataclass
 class SFTSettings:
-    """Hyper-parameters of one round's weighted SFT (defaults: TES Algorithm 2 / ../shared/docs/algorithms.md).
+    """Hyper-parameters of one round's weighted SFT (defaults: TES Algorithm 2 / docs/algorithms.md).
 
     Attributes:
         steps: optimiser steps per round (TES: 100).

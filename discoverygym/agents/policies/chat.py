@@ -38,6 +38,7 @@ import numpy as np
 
 from discoverygym.agents.policies.llm import BackendUnavailable, LLMSample, context_messages, make_sample
 from discoverygym.agents.policies.usage import UsageLimitReached, UsageTracker
+
 __all__ = ["ChatError", "LiteLLMPolicy", "UsageLimitReached", "import_litellm"]
 
 
