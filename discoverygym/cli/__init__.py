@@ -2,7 +2,9 @@
 
 The top layer of the package: ``discoverygym/cli/`` holds this entry (``list``, ``evaluate`` and the
 parser), :mod:`~discoverygym.cli.audit` (``audit``), :mod:`~discoverygym.cli.search`,
-:mod:`~discoverygym.cli.train` (``train``, ``compare``), :mod:`~discoverygym.cli.post_train` and the helpers they share, :mod:`~discoverygym.cli.common`.
+:mod:`~discoverygym.cli.train`, :mod:`~discoverygym.cli.compare`, :mod:`~discoverygym.cli.post_train` (``post-train``),
+the other sub-commands (:data:`SUBCOMMANDS`, each a module with ``add_parser`` and ``run``) and the helpers
+they share, :mod:`~discoverygym.cli.common`.
 Sub-commands call down into agents/search/envs; nothing below imports this package.
 
 Exit codes: 0 when the candidate was evaluated (valid or not), 2 for usage errors (unknown env,
@@ -27,14 +29,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from discoverygym.cli import audit as audit_cli
-from discoverygym.cli import certify as certify_cli
-from discoverygym.cli import export as export_cli
-from discoverygym.cli import post_train as irft_cli
-from discoverygym.cli import records as records_cli
-from discoverygym.cli import report as report_cli
-from discoverygym.cli import search as search_cli
-from discoverygym.cli import train as agents_cli
+from discoverygym.cli import audit, certify, compare, export, post_train, records, report, search, train
 from discoverygym.cli.common import UsageError, console_text, load_construction, seed_value
 from discoverygym.envs.problem import example_file
 from discoverygym.envs.registry import ENVS, PROGRAM_TASKS, get_problem, make_task, option_names, problem_of
@@ -43,6 +38,11 @@ from discoverygym.sandbox.python import SandboxLimits
 from discoverygym.types import Direction, State
 
 DEFAULT_ENV = "CirclePacking-26-v0"
+
+#: sub-command -> its module (``add_parser`` adds it to the parser, ``run`` runs it), in the order of
+#: ``discoverygym --help``; ``list`` and ``evaluate`` are this module's own.
+SUBCOMMANDS = {"search": search, "train": train, "compare": compare, "post-train": post_train, "audit": audit,
+               "export": export, "report": report, "certify": certify, "records": records}
 
 def example_path(env_id: str) -> Path:
     """Path of the bundled example program for ``env_id`` (its problem's ``example``).
@@ -331,14 +331,8 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--allow-unconfined", action="store_true",
                        help="kernels, denoising: judge even where bubblewrap cannot run (static checks and an "
                             "audit hook only; refused with exit 3 otherwise)")
-    search_cli.add_parser(sub)
-    agents_cli.add_parsers(sub)
-    irft_cli.add_parser(sub)
-    audit_cli.add_parser(sub)
-    export_cli.add_parser(sub)
-    report_cli.add_parser(sub)
-    certify_cli.add_parser(sub)
-    records_cli.add_parser(sub)
+    for command in SUBCOMMANDS.values():
+        command.add_parser(sub)
     return parser
 
 
@@ -415,24 +409,10 @@ def _main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command in ("train", "compare"):
             check_task_options(args.env_id, getattr(args, "task_options", None))
-        if args.command == "search":
-            return search_cli.run(args)
-        if args.command in ("train", "compare"):
-            return agents_cli.run(args)
-        if args.command == "post-train":
-            return irft_cli.run(args)
+        if args.command in SUBCOMMANDS:
+            return SUBCOMMANDS[args.command].run(args)
         if args.command == "list":
             return _cmd_list(args, console)
-        if args.command == "audit":
-            return audit_cli.run(args)
-        if args.command == "export":
-            return export_cli.run(args)
-        if args.command == "report":
-            return report_cli.run(args)
-        if args.command == "certify":
-            return certify_cli.run(args)
-        if args.command == "records":
-            return records_cli.run(args)
         return _cmd_evaluate(args, console)
     except UsageError as exc:
         print(f"discoverygym: error: {exc}", file=sys.stderr)

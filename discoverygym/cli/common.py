@@ -11,6 +11,8 @@ import argparse
 import json
 import os
 import shlex
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ from discoverygym.errors import UsageError
 from discoverygym.io import read_input_text, run_kind
 
 __all__ = ["UsageError", "check_policy_fits", "console_text", "json_value", "load_construction", "load_init", "one_line", "resume_command",
-           "run_kind", "seed_value"]
+           "run_kind", "seed_value", "standalone_main"]
 
 
 def console_text(text: object) -> str:
@@ -41,6 +43,20 @@ def one_line(exc: BaseException) -> str:
     else:
         text = str(exc)
     return " ".join(text.split())
+
+
+def standalone_main(add_parser: Callable[[argparse._SubParsersAction], None],
+                    run: Callable[[argparse.Namespace], int], argv: list[str] | None = None) -> int:
+    """A sub-command run on its own (``python -m discoverygym.cli.train train ENV_ID ...``): a
+    ``discoverygym`` parser with that one sub-command (``add_parser``), ``argv`` (default ``sys.argv``)
+    parsed and kept as ``args.argv`` for the resume command, then ``run(args)``'s exit code."""
+    parser = argparse.ArgumentParser(prog="discoverygym")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_parser(sub)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv)
+    args.argv = argv
+    return run(args)
 
 
 def resume_command(args: argparse.Namespace, fallback: list[str]) -> str:

@@ -35,6 +35,7 @@ import csv
 import json
 import math
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -43,10 +44,22 @@ from rich.console import Console
 from rich.table import Table
 
 from discoverygym.agents.bench import best_within, rank_test, run_one  # the benchmark's code
+from discoverygym.cli.common import load_init, resume_command, standalone_main
+from discoverygym.cli.train import (
+    AGENTS,
+    add_llm_options,
+    add_run_options,
+    build_config,
+    check_policy,
+    flag_overrides,
+    run_guarded,
+)
 from discoverygym.errors import UsageError
+from discoverygym.io import file_in_the_way
 from discoverygym.types import Direction
 
-__all__ = ["ALPHA", "default_study_dir", "print_table", "rank_test", "seeds_for_significance", "study"]
+__all__ = ["ALPHA", "add_parser", "default_study_dir", "main", "print_table", "rank_test", "run",
+           "seeds_for_significance", "study"]
 
 #: significance level of the verdict lines.
 ALPHA = 0.05
@@ -503,3 +516,151 @@ def _plot(names: list[str], runs: list[dict], problem: Any, seeds: int, path: Pa
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
+
+
+# --- the command line: parser, checks, entry ---------------------------------------------------------
+
+#: what each named config changes (``compare --help``): :data:`discoverygym.agents.config.ABLATION_DOCS`,
+#: repeated here because the help is built before torch (which config.py imports) loads
+_CONFIG_DOCS = {
+    "full": "TTT-Discover (entropic objective, adaptive beta; PUCT reuse; training)",
+    "expected-reward": "objective only (mean baseline)",
+    "constant-beta": "objective only (entropic, beta = 2)",
+    "no-reuse": "reuse only (always the initial state)",
+    "epsilon-greedy": "reuse only (epsilon-greedy)",
+    "no-training": "training only (frozen policy)",
+    "naive-rl": "TWO things, objective (expected reward) and reuse (none)",
+    "best-of-n": "TWO things, training off and reuse none",
+    "progress-rate": "credit only (gain per second; ours)",
+    "failure-tiers": "failure rewards only (graded by outcome, all below every valid reward; ours)",
+}
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``compare`` sub-command to the ``discoverygym`` parser (the run options are ``train``'s:
+    :func:`~discoverygym.cli.train.add_run_options`, :func:`~discoverygym.cli.train.add_llm_options`)."""
+    c = subparsers.add_parser(
+        "compare", help="a study: configs x seeds of train runs; budget, start, mean ± sd, rank test, verdict, plot",
+        description="Runs every config for every seed (ordinary train runs under one study directory) and "
+        "prints per config the budget (evaluations, wall time per run), the start score, the best score's "
+        "mean ± sd and best over seeds, and a two-sided Mann–Whitney U test against the first config (the "
+        "start is the mean over seeds; under --budget-s the verdicts say how many evaluations each run got), "
+        "then one verdict line per config (with both one-sided p) and whether the study's best run beats "
+        "the record (the verdict certify gives for its best.json). Writes study.json, results.csv (one row per run), compare.png (best "
+        "score vs evaluations, seed spread shaded, and the end zoomed), summary.json and TensorBoard runs.",
+        epilog="Example: discoverygym compare CirclePacking-26-v0 --configs full,naive-rl,expected-reward "
+        "--seeds 3 --steps 5 (a new runs/compare-<env>-<time> directory each time; finish a killed study "
+        "with --run-dir DIR --resume). Against the scipy reference at equal wall time: discoverygym compare "
+        "CirclePacking-26-v0 --configs full,no-training,reference --seeds 5 --budget-s 60 (the runner of "
+        "benchmarks/discovery.py)",
+    )
+    c.add_argument("env_id")
+    c.add_argument("--configs", default="full,naive-rl,no-reuse,constant-beta",
+                   help="comma-separated configs (default full,naive-rl,no-reuse,constant-beta; the first is the "
+                   "reference of the tests). Named configs (what each changes relative to full): "
+                   + "; ".join(f"{k}: {v}" for k, v in _CONFIG_DOCS.items())
+                   + ". Overrides of full, one setting each, joined by '+': objective=NAME (entropic-adaptive, "
+                   "entropic-constant, expected-reward = mean-baseline, or a plugin's), reuse=puct|epsilon|none, "
+                   "train=true|false, loss=NAME, credit=reward|progress-rate, failure_tiers=true|false; e.g. "
+                   "objective=expected-reward, naive-rl+reuse=puct. References (need --budget-s): reference "
+                   "(basin hopping + SLSQP / smoothed-max Adam restarts), cma-es")
+    c.add_argument("--seeds", type=int, default=3, help="seeds per config (default 3)")
+    add_run_options(c)
+    c.add_argument("--run-dir", default=None,
+                   help="study directory (new or empty; default: a new runs/compare-<env>-<YYYYmmdd-HHMMSS>)")
+    c.add_argument("--resume", action="store_true",
+                   help="finish the study in --run-dir: skip finished runs, resume partial ones from their checkpoint")
+    c.add_argument("--init", default=None, help="start every run from this construction file")
+    c.add_argument("--json", action="store_true", help="print the table as JSON")
+    add_llm_options(c)
+
+
+def _with_default_policy(overrides: dict[str, Any], env_id: str) -> dict[str, Any]:
+    """``overrides`` with the default numeric policy of ``env_id`` when ``--policy`` is not given
+    (``compare``, whose study records it): :func:`~discoverygym.agents.config.default_policy`
+    (``operators`` for problems that declare operators, ``gaussian`` when a Gaussian-policy flag,
+    ``--sigma``, ``--polish``, ``--polish-kwargs``, is given)."""
+    if "policy" in overrides:
+        return overrides
+    from discoverygym.agents.config import default_policy
+
+    return {**overrides, "policy": default_policy(env_id, overrides.get("policy_kwargs"))}
+
+
+def _compare(args: argparse.Namespace, console: Console) -> int:
+    """``compare``: check the arguments, then run the study (:func:`study`)."""
+    from discoverygym.agents.bench import REFERENCES, trainer_config
+    from discoverygym.agents.config import _VALUE_ALIASES, config_overrides
+    from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
+    from discoverygym.policy import is_llm_spec
+
+    if args.env_id in PROGRAM_TASKS and not is_llm_spec(args.policy or ""):
+        raise UsageError(f"{args.env_id} takes programs: compare it with an LLM policy "
+                          "(`discoverygym compare ... --policy hf:PATH_OR_ID`, e.g. hf:smollm2)")
+    if args.env_id not in ENVS and args.env_id not in PROGRAM_TASKS:
+        raise UsageError(f"unknown env {args.env_id!r}; run `discoverygym list`")
+    if args.run_dir is not None:
+        blocker = file_in_the_way(Path(args.run_dir))
+        if blocker is not None:
+            raise UsageError(f"{blocker} exists and is not a directory (it cannot hold --run-dir {args.run_dir})")
+
+    names = [AGENTS.get(n.strip(), n.strip()) for n in args.configs.split(",") if n.strip()]
+    for n in names:
+        keys = [p.partition("=")[0].strip() for p in n.split("+") if "=" in p]
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        if twice:  # the overrides would contradict each other, the last one silently winning
+            raise UsageError(f"config {n!r} sets {', '.join(twice)} more than once; give each setting once")
+        if n not in REFERENCES:
+            try:
+                config_overrides(n)
+            except ValueError as exc:
+                aliases = "; ".join(f"{key} aliases: " + ", ".join(f"{a} = {b}" for a, b in table.items())
+                                    for key, table in _VALUE_ALIASES.items() if f"unknown {key} " in str(exc))
+                raise UsageError(f"{exc}{f' ({aliases})' if aliases else ''} (references: {', '.join(REFERENCES)}; "
+                                 "a plugin's configs need --plugin FILE)") from None
+    if any(n in REFERENCES for n in names) and args.budget_s is None:
+        raise UsageError(f"the references ({', '.join(n for n in names if n in REFERENCES)}) run for a wall budget: "
+                          "give --budget-s (and the trainer configs get the same budget)")
+    if not names:
+        raise UsageError("--configs names no config")
+    if len(set(names)) != len(names):
+        raise UsageError(f"--configs names a config twice: {args.configs}")
+    if args.seeds < 1:
+        raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
+    initial = None if args.init is None else load_init(args.init, args.env_id)
+    overrides = _with_default_policy(flag_overrides(args), args.env_id)
+    overrides.pop("seed", None)
+
+    def make(name: str, seed: int, fields: dict) -> Any:
+        if name in REFERENCES:
+            return None
+        config = build_config(trainer_config, args.env_id, name, seed, init=args.init, **fields)
+        check_policy(config)
+        return config
+
+    return study(args, console, names, overrides, initial, make)
+
+
+def _resume_hint(args: argparse.Namespace) -> str:
+    """The exact command that continues this ``compare`` study (original argv + ``--resume``)."""
+    fallback = ["compare", args.env_id, "--configs", args.configs, "--seeds", str(args.seeds),
+                "--run-dir", str(getattr(args, "study_dir", None) or args.run_dir or "DIR")]
+    argv = getattr(args, "argv", None)
+    study_dir = getattr(args, "study_dir", None)
+    if argv is not None and args.run_dir is None and study_dir:  # the study chose its directory
+        args = argparse.Namespace(**{**vars(args), "argv": [*argv, "--run-dir", str(study_dir)]})
+    return resume_command(args, fallback)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``compare`` for parsed ``args`` (exit codes as ``train``'s: :mod:`discoverygym.cli.train`)."""
+    return run_guarded(args, _compare, _resume_hint)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Standalone entry: ``python -m discoverygym.cli.compare compare ENV_ID --configs A,B``."""
+    return standalone_main(add_parser, run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

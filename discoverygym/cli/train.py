@@ -1,7 +1,8 @@
-"""``discoverygym train`` and ``discoverygym compare``: online RL runs from the command line.
+"""``discoverygym train``: online RL runs from the command line.
 
-Wired into the main command by :mod:`discoverygym.cli` (``add_parsers`` in its parser, ``run`` in
-``main``); torch is imported lazily.
+Wired into the main command by :mod:`discoverygym.cli` (``add_parser`` in its parser, ``run`` in
+``main``); torch is imported lazily. The flags, the flag-to-config mapping and the error handling
+here are also those of ``compare`` (:mod:`discoverygym.cli.compare`), a study of train runs.
 
 Exit codes: 0 finished, 1 an LLM server failed mid-run (the run directory is resumable), 2 usage
 error (unknown env/agent, bad numbers, unreadable --init, a --run-dir that is a file or holds
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,19 +33,21 @@ from discoverygym.cli.common import (
     resume_command,
     run_kind,
     seed_value,
+    standalone_main,
 )
 from discoverygym.errors import BackendUnavailable, UsageError
-from discoverygym.io import file_in_the_way, read_input_text
+from discoverygym.io import read_input_text
 from discoverygym.policy import llm_specs
 from discoverygym.rundir import CONFIG_FILE, check_run_dir
 
-__all__ = ["add_parsers", "main", "run"]
+__all__ = ["AGENTS", "add_llm_options", "add_parser", "add_run_options", "build_config", "check_policy",
+           "flag_overrides", "main", "run", "run_guarded"]
 
 AGENTS = {"ttt-discover": "full", "naive-rl": "naive-rl"}
 
 
-def add_parsers(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``train`` and ``compare`` sub-commands to the ``discoverygym`` parser."""
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``train`` sub-command to the ``discoverygym`` parser."""
     p = subparsers.add_parser(
         "train", help="online RL (TTT-Discover or naive RL) on one env, into a resumable run directory",
         description="Test-time RL on a construction env: groups x group-size rollouts per step from start "
@@ -61,50 +65,17 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--agent", default="ttt-discover",
                    help="ttt-discover (default), naive-rl, or any ablation: full, constant-beta, expected-reward, "
                    "no-training, epsilon-greedy, no-reuse, best-of-n, progress-rate (ours: credit = gain over the start per second)")
-    _common(p)
+    add_run_options(p)
     p.add_argument("--run-dir", required=True, help="run directory (must be new unless --resume)")
     p.add_argument("--init", default=None, help="start from this construction file (JSON: bare, {'construction': ...} or a run's best.json)")
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its last checkpoint")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    _llm_args(p)
-
-    c = subparsers.add_parser(
-        "compare", help="a study: configs x seeds of train runs; budget, start, mean ± sd, rank test, verdict, plot",
-        description="Runs every config for every seed (ordinary train runs under one study directory) and "
-        "prints per config the budget (evaluations, wall time per run), the start score, the best score's "
-        "mean ± sd and best over seeds, and a two-sided Mann–Whitney U test against the first config (the "
-        "start is the mean over seeds; under --budget-s the verdicts say how many evaluations each run got), "
-        "then one verdict line per config (with both one-sided p) and whether the study's best run beats "
-        "the record (the verdict certify gives for its best.json). Writes study.json, results.csv (one row per run), compare.png (best "
-        "score vs evaluations, seed spread shaded, and the end zoomed), summary.json and TensorBoard runs.",
-        epilog="Example: discoverygym compare CirclePacking-26-v0 --configs full,naive-rl,expected-reward "
-        "--seeds 3 --steps 5 (a new runs/compare-<env>-<time> directory each time; finish a killed study "
-        "with --run-dir DIR --resume). Against the scipy reference at equal wall time: discoverygym compare "
-        "CirclePacking-26-v0 --configs full,no-training,reference --seeds 5 --budget-s 60 (the runner of "
-        "benchmarks/discovery.py)",
-    )
-    c.add_argument("env_id")
-    c.add_argument("--configs", default="full,naive-rl,no-reuse,constant-beta",
-                   help="comma-separated configs (default full,naive-rl,no-reuse,constant-beta; the first is the "
-                   "reference of the tests). Named configs (what each changes relative to full): "
-                   + "; ".join(f"{k}: {v}" for k, v in _CONFIG_DOCS.items())
-                   + ". Overrides of full, one setting each, joined by '+': objective=NAME (entropic-adaptive, "
-                   "entropic-constant, expected-reward = mean-baseline, or a plugin's), reuse=puct|epsilon|none, "
-                   "train=true|false, loss=NAME, credit=reward|progress-rate, failure_tiers=true|false; e.g. "
-                   "objective=expected-reward, naive-rl+reuse=puct. References (need --budget-s): reference "
-                   "(basin hopping + SLSQP / smoothed-max Adam restarts), cma-es")
-    c.add_argument("--seeds", type=int, default=3, help="seeds per config (default 3)")
-    _common(c)
-    c.add_argument("--run-dir", default=None,
-                   help="study directory (new or empty; default: a new runs/compare-<env>-<YYYYmmdd-HHMMSS>)")
-    c.add_argument("--resume", action="store_true",
-                   help="finish the study in --run-dir: skip finished runs, resume partial ones from their checkpoint")
-    c.add_argument("--init", default=None, help="start every run from this construction file")
-    c.add_argument("--json", action="store_true", help="print the table as JSON")
-    _llm_args(c)
+    add_llm_options(p)
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """The options of a train run (policy, steps, groups, seed, learning rate, budget, credit...), which
+    ``train`` and ``compare`` share."""
     p.add_argument("--policy", default=None,
                    help="trainable policy: operators (default where the problem declares operators: circle packing, step "
                         "functions), gaussian (default elsewhere, and with --sigma/--polish) or an LLM: "
@@ -138,8 +109,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    "which --configs then names; e.g. --plugin examples/algorithms/grpo_objective.py --configs full,grpo")
 
 
-def _llm_args(p: argparse.ArgumentParser) -> None:
-    """Options of LLM policies (the trainable backends of :func:`~discoverygym.policy.llm_specs`)."""
+def add_llm_options(p: argparse.ArgumentParser) -> None:
+    """Options of LLM policies (the trainable backends of :func:`~discoverygym.policy.llm_specs`), which
+    ``train`` and ``compare`` share."""
     g = p.add_argument_group(f"LLM policies (--policy {llm_specs('train')})")
     g.add_argument("--max-new-tokens", type=int, default=None, help="completion length limit in tokens (default 1024)")
     g.add_argument("--temperature", type=float, default=None, help="sampling temperature (default 1.0)")
@@ -181,21 +153,6 @@ def _check_numbers(args: argparse.Namespace) -> None:
             raise UsageError(f"--{flag.replace('_', '-')} must be {need}, got {value!r}")
 
 
-#: what each named config changes (``compare --help``): :data:`discoverygym.agents.config.ABLATION_DOCS`,
-#: repeated here because the help is built before torch (which config.py imports) loads
-_CONFIG_DOCS = {
-    "full": "TTT-Discover (entropic objective, adaptive beta; PUCT reuse; training)",
-    "expected-reward": "objective only (mean baseline)",
-    "constant-beta": "objective only (entropic, beta = 2)",
-    "no-reuse": "reuse only (always the initial state)",
-    "epsilon-greedy": "reuse only (epsilon-greedy)",
-    "no-training": "training only (frozen policy)",
-    "naive-rl": "TWO things, objective (expected reward) and reuse (none)",
-    "best-of-n": "TWO things, training off and reuse none",
-    "progress-rate": "credit only (gain per second; ours)",
-    "failure-tiers": "failure rewards only (graded by outcome, all below every valid reward; ours)",
-}
-
 #: ``--credit`` values: :data:`discoverygym.agents.config.CREDITS` (not imported here: torch loads lazily)
 CREDIT_CHOICES = ("reward", "progress-rate")
 
@@ -209,7 +166,7 @@ _FIELDS = (("steps", "steps"), ("groups", "groups"), ("group_size", "group_size"
            ("failure_tiers", "failure_tiers"), ("warm_start", "warm_start"), ("shared_prompt", "shared_prompt"))
 
 
-def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+def flag_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The TrainConfig fields given on the command line (``None`` flags are left to the config)."""
     _check_numbers(args)
     out = {f: getattr(args, a) for a, f in _FIELDS if getattr(args, a, None) is not None}
@@ -220,18 +177,6 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     if pk:
         out["policy_kwargs"] = pk
     return out
-
-
-def _with_default_policy(overrides: dict[str, Any], env_id: str) -> dict[str, Any]:
-    """``overrides`` with the default numeric policy of ``env_id`` when ``--policy`` is not given
-    (``compare``, whose study records it): :func:`~discoverygym.agents.config.default_policy`
-    (``operators`` for problems that declare operators, ``gaussian`` when a Gaussian-policy flag,
-    ``--sigma``, ``--polish``, ``--polish-kwargs``, is given)."""
-    if "policy" in overrides:
-        return overrides
-    from discoverygym.agents.config import default_policy
-
-    return {**overrides, "policy": default_policy(env_id, overrides.get("policy_kwargs"))}
 
 
 def _check_new_run_dir(run_dir: Path) -> None:
@@ -293,7 +238,7 @@ def _load_init(path: str | None, env_id: str, env_kwargs: dict | None = None) ->
     return None if path is None else load_init(path, env_id, env_kwargs)
 
 
-def _make_config(factory: Any, *args: Any, **kwargs: Any) -> Any:
+def build_config(factory: Any, *args: Any, **kwargs: Any) -> Any:
     """Build a TrainConfig, turning its validation errors into usage errors (exit 2)."""
     try:
         return factory(*args, **kwargs)
@@ -301,7 +246,7 @@ def _make_config(factory: Any, *args: Any, **kwargs: Any) -> Any:
         raise UsageError(str(exc)) from None
 
 
-def _check_policy_fits(config: Any) -> None:
+def check_policy(config: Any) -> None:
     """:func:`~discoverygym.cli.common.check_policy_fits` as a usage error."""
     try:
         check_policy_fits(config.policy, config.env_id)
@@ -329,7 +274,7 @@ def _init_note(config: Any) -> str:
     if getattr(problem, "polish", None) is not None:
         return ("--init: the gaussian policy without a polish makes most children of a tight record invalid; "
                 "add --polish auto (the problem's local optimiser) or leave --policy out (its operators)")
-    return ""  # integer / ±1 problems: the gaussian policy is refused with what to use (_check_policy_fits)
+    return ""  # integer / ±1 problems: the gaussian policy is refused with what to use (check_policy)
 
 
 def train_config(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -364,7 +309,7 @@ def train_config(args: argparse.Namespace) -> tuple[Any, Any]:
     if name not in ABLATIONS:
         raise UsageError(f"unknown agent {args.agent!r}; use ttt-discover, naive-rl or one of {', '.join(ABLATIONS)}")
     run_dir = Path(args.run_dir)
-    overrides = _overrides(args)
+    overrides = flag_overrides(args)
     if args.resume:
         stored = _stored_train_config(run_dir, args.env_id)
         # a run saved before a field existed has its default
@@ -377,7 +322,7 @@ def train_config(args: argparse.Namespace) -> tuple[Any, Any]:
                 f"{', '.join(sorted(conflicts))} (only {', '.join(RESUMABLE_FIELDS)} may change)"
             )
         stored.update({k: v for k, v in overrides.items() if k in RESUMABLE_FIELDS})
-        config = _make_config(TrainConfig, **stored)
+        config = build_config(TrainConfig, **stored)
         initial = _load_init(config.init, config.env_id, config.env_kwargs)
     else:
         if is_llm_spec(overrides.get("policy", "")):
@@ -387,7 +332,7 @@ def train_config(args: argparse.Namespace) -> tuple[Any, Any]:
         _check_new_run_dir(run_dir)
         if args.init is not None:
             overrides["init"] = args.init
-        config = _make_config(ablation_config, name, env_id=args.env_id, **overrides)
+        config = build_config(ablation_config, name, env_id=args.env_id, **overrides)
         initial = _load_init(args.init, config.env_id, config.env_kwargs)
         if initial is not None and _init_note(config):
             print(_init_note(config), file=sys.stderr)
@@ -395,7 +340,7 @@ def train_config(args: argparse.Namespace) -> tuple[Any, Any]:
         mismatch = policy_mismatch(config)
         if mismatch:
             raise UsageError(mismatch)
-        _check_policy_fits(config)
+        check_policy(config)
     return config, initial
 
 
@@ -521,73 +466,9 @@ def _print_summary(console: Console, summary: dict, problem: Any, config: Any, r
         console.print(cases, highlight=False, markup=False)
 
 
-def _compare(args: argparse.Namespace, console: Console) -> int:
-    """``compare``: check the arguments, then run the study (:func:`discoverygym.cli.compare.study`)."""
-    from discoverygym.agents.bench import REFERENCES, trainer_config
-    from discoverygym.agents.config import _VALUE_ALIASES, config_overrides
-    from discoverygym.cli.compare import study
-    from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
-    from discoverygym.policy import is_llm_spec
-
-    if args.env_id in PROGRAM_TASKS and not is_llm_spec(args.policy or ""):
-        raise UsageError(f"{args.env_id} takes programs: compare it with an LLM policy "
-                          "(`discoverygym compare ... --policy hf:PATH_OR_ID`, e.g. hf:smollm2)")
-    if args.env_id not in ENVS and args.env_id not in PROGRAM_TASKS:
-        raise UsageError(f"unknown env {args.env_id!r}; run `discoverygym list`")
-    if args.run_dir is not None:
-        blocker = file_in_the_way(Path(args.run_dir))
-        if blocker is not None:
-            raise UsageError(f"{blocker} exists and is not a directory (it cannot hold --run-dir {args.run_dir})")
-
-    names = [AGENTS.get(n.strip(), n.strip()) for n in args.configs.split(",") if n.strip()]
-    for n in names:
-        keys = [p.partition("=")[0].strip() for p in n.split("+") if "=" in p]
-        twice = sorted({k for k in keys if keys.count(k) > 1})
-        if twice:  # the overrides would contradict each other, the last one silently winning
-            raise UsageError(f"config {n!r} sets {', '.join(twice)} more than once; give each setting once")
-        if n not in REFERENCES:
-            try:
-                config_overrides(n)
-            except ValueError as exc:
-                aliases = "; ".join(f"{key} aliases: " + ", ".join(f"{a} = {b}" for a, b in table.items())
-                                    for key, table in _VALUE_ALIASES.items() if f"unknown {key} " in str(exc))
-                raise UsageError(f"{exc}{f' ({aliases})' if aliases else ''} (references: {', '.join(REFERENCES)}; "
-                                 "a plugin's configs need --plugin FILE)") from None
-    if any(n in REFERENCES for n in names) and args.budget_s is None:
-        raise UsageError(f"the references ({', '.join(n for n in names if n in REFERENCES)}) run for a wall budget: "
-                          "give --budget-s (and the trainer configs get the same budget)")
-    if not names:
-        raise UsageError("--configs names no config")
-    if len(set(names)) != len(names):
-        raise UsageError(f"--configs names a config twice: {args.configs}")
-    if args.seeds < 1:
-        raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
-    initial = _load_init(args.init, args.env_id)
-    overrides = _with_default_policy(_overrides(args), args.env_id)
-    overrides.pop("seed", None)
-
-    def make(name: str, seed: int, fields: dict) -> Any:
-        if name in REFERENCES:
-            return None
-        config = _make_config(trainer_config, args.env_id, name, seed, init=args.init, **fields)
-        _check_policy_fits(config)
-        return config
-
-    return study(args, console, names, overrides, initial, make)
-
-
 def _resume_hint(args: argparse.Namespace) -> str:
-    """The exact command that continues this ``train`` / ``compare`` run (original argv + ``--resume``)."""
-    if args.command == "train":
-        fallback = ["train", args.env_id, "--run-dir", str(args.run_dir)]
-    else:
-        fallback = ["compare", args.env_id, "--configs", args.configs, "--seeds", str(args.seeds),
-                    "--run-dir", str(getattr(args, "study_dir", None) or args.run_dir or "DIR")]
-        argv = getattr(args, "argv", None)
-        study_dir = getattr(args, "study_dir", None)
-        if argv is not None and args.run_dir is None and study_dir:  # the study chose its directory
-            args = argparse.Namespace(**{**vars(args), "argv": [*argv, "--run-dir", str(study_dir)]})
-    return resume_command(args, fallback)
+    """The exact command that continues this ``train`` run (original argv + ``--resume``)."""
+    return resume_command(args, ["train", args.env_id, "--run-dir", str(args.run_dir)])
 
 
 def load_plugins(paths: list[str]) -> None:
@@ -647,7 +528,15 @@ def plugin_error(exc: BaseException, paths: list[str]) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``train`` or ``compare`` for parsed ``args`` (see the module docstring for exit codes)."""
+    """Run ``train`` for parsed ``args`` (see the module docstring for exit codes)."""
+    return run_guarded(args, _train, _resume_hint)
+
+
+def run_guarded(args: argparse.Namespace, command: Callable[[argparse.Namespace, Console], int],
+                resume_hint: Callable[[argparse.Namespace], str]) -> int:
+    """Run ``command(args, console)`` (``train`` or ``compare``) with what both need: torch present, the
+    ``--plugin`` files loaded, and their errors as exit codes (2 usage, 3 unavailable here, 130
+    interrupted, a plugin's own error in one line) with ``resume_hint(args)``, the command that continues."""
     console = Console(stderr=bool(getattr(args, "json", False)))
     try:
         import torch  # noqa: F401
@@ -657,7 +546,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         load_plugins(getattr(args, "plugin", None) or [])
-        return _train(args, console) if args.command == "train" else _compare(args, console)
+        return command(args, console)
     except UsageError as exc:
         print(f"discoverygym: error: {exc}", file=sys.stderr)
         return 2
@@ -673,10 +562,10 @@ def run(args: argparse.Namespace) -> int:
             raise
         running = getattr(args, "current_run", None)
         print(f"discoverygym: error: the --plugin code raised{f' in {running}' if running else ''}: {where}; "
-              f"once it is fixed, continue with `{_resume_hint(args)}`", file=sys.stderr)
+              f"once it is fixed, continue with `{resume_hint(args)}`", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        hint = _resume_hint(args)
+        hint = resume_hint(args)
         console.print(f"interrupted: continue with `{hint}`", highlight=False, markup=False,
                       soft_wrap=True)  # not wrapped: the command is pasted back
         return 130
@@ -684,13 +573,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Standalone entry: ``python -m discoverygym.cli.train train ENV_ID --run-dir DIR``."""
-    parser = argparse.ArgumentParser(prog="discoverygym")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_parsers(sub)
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv)
-    args.argv = argv
-    return run(args)
+    return standalone_main(add_parser, run, argv)
 
 
 if __name__ == "__main__":

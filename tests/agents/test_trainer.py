@@ -16,7 +16,8 @@ torch = pytest.importorskip("torch", reason="agents need torch: pip install torc
 from discoverygym.agents.config import ABLATIONS
 from discoverygym.agents.policies import SamplingContext, make_trainable_policy
 from discoverygym.agents.trainer import NaiveRL, TrainConfig, Trainer, TTTDiscover, ablation_config
-from discoverygym.cli import train as agents_cli
+from discoverygym.cli import compare as compare_cli
+from discoverygym.cli import train as train_cli
 from discoverygym.envs.base import DiscoveryEnv
 from discoverygym.envs.polish import get_polisher
 from discoverygym.envs.registry import ENVS
@@ -177,7 +178,7 @@ def test_cli_train_from_published_record_never_reports_worse(tmp_path, capsys):
     run = tmp_path / "erdos"
     argv = ["train", "ErdosMinOverlap-v0", "--steps", "2", "--groups", "2", "--group-size", "4", "--run-dir",
             str(run), "--init", str(ERDOS_RECORD), "--polish", "auto", "--polish-kwargs", '{"steps": 5}', "--json"]
-    assert agents_cli.main(argv) == 0
+    assert train_cli.main(argv) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     start = json.loads(ERDOS_RECORD.read_text())["expected_value"]
     assert out["initial_score"] == pytest.approx(start, rel=1e-12)
@@ -188,22 +189,22 @@ def test_cli_train_from_published_record_never_reports_worse(tmp_path, capsys):
     check = DiscoveryEnv(ENVS["ErdosMinOverlap-v0"]).evaluate_construction(best["construction"])
     assert check.valid and check.score == best["score"]
     # resume extends the run; an existing run dir without --resume is a usage error
-    assert agents_cli.main(argv[:2] + ["--steps", "3", "--run-dir", str(run), "--resume", "--json"]) == 0
+    assert train_cli.main(argv[:2] + ["--steps", "3", "--run-dir", str(run), "--resume", "--json"]) == 0
     assert len((run / "metrics.jsonl").read_text().splitlines()) == 3
-    assert agents_cli.main(argv) == 2
+    assert train_cli.main(argv) == 2
 
 
 def test_cli_compare_writes_table_plot_and_runs(tmp_path, capsys):
     argv = ["compare", "CirclePacking-26-v0", "--configs", "full,naive-rl", "--seeds", "2", "--steps", "2",
             "--groups", "2", "--group-size", "4", "--policy", "gaussian", "--run-dir", str(tmp_path), "--json"]
-    assert agents_cli.main(argv) == 0
+    assert compare_cli.main(argv) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert [r["config"] for r in out["rows"]] == ["full", "naive-rl"]
     assert all(len(r["bests"]) == 2 and r["mean"] > 1.29 for r in out["rows"])
     assert (tmp_path / "compare.png").stat().st_size > 0
     assert (tmp_path / "full-seed1" / "metrics.jsonl").exists()
-    assert agents_cli.main(["compare", "CirclePacking-26-v0", "--configs", "ppo"]) == 2
-    assert agents_cli.main(["train", "NoSuchEnv-v0", "--run-dir", str(tmp_path / "x")]) == 2
+    assert compare_cli.main(["compare", "CirclePacking-26-v0", "--configs", "ppo"]) == 2
+    assert train_cli.main(["train", "NoSuchEnv-v0", "--run-dir", str(tmp_path / "x")]) == 2
 
 
 def test_custom_algorithm_example_runs(tmp_path, monkeypatch):

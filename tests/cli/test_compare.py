@@ -120,7 +120,7 @@ def test_off_a_terminal_the_study_table_is_plain_markdown_without_wrapped_number
 def test_configs_take_one_setting_overrides_and_help_defines_each(tmp_path, capsys):
     """Issue 41 (3): ``--configs`` takes ``objective=expected-reward``; ``compare --help`` says what each changes."""
     from discoverygym.agents.config import ABLATIONS, ablation_config, config_overrides
-    from discoverygym.cli.train import _CONFIG_DOCS
+    from discoverygym.cli.compare import _CONFIG_DOCS
 
     assert config_overrides("objective=expected-reward") == ABLATIONS["expected-reward"]
     assert config_overrides("naive-rl+reuse=puct") == {"objective": "mean-baseline", "reuse": "puct"}
