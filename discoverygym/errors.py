@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class DiscoveryGymError(Exception):
     """Base class of every error raised by discoverygym."""
@@ -42,3 +45,30 @@ class UsageError(DiscoveryGymError):
 
     Every ``discoverygym`` sub-command prints it on one line and exits with code 2.
     """
+
+
+class UnknownEnvError(DiscoveryGymError, ValueError):
+    """An env id (or problem name) that no registry holds: the one unknown-env error.
+
+    The message is ``unknown env 'X'; run `discoverygym list``` with up to three close registered
+    names suggested, as Gymnasium's ``_find_spec`` does with :func:`difflib.get_close_matches`
+    (``unknown env 'CirclePacking-62-v0' (did you mean 'CirclePacking-26-v0'?); run ...``). The
+    CLI prints it as a usage error (exit 2). Raised by
+    :func:`discoverygym.envs.registry.find_env`, the one lookup.
+
+    Args:
+        name: the id or name asked for.
+        known: the registered ids (and names) to suggest from.
+        what: what was looked for (``"env"``, ``"env id"``, ``"program env"``, ``"problem"``...).
+        detail: what else to say, in parentheses at the end (e.g. Gymnasium's own error).
+
+    Attributes:
+        name: the id asked for.
+        suggestions: the close names, closest first (may be empty).
+    """
+
+    def __init__(self, name: str, known: Iterable[str] = (), what: str = "env", detail: str = "") -> None:
+        self.name = name
+        self.suggestions = difflib.get_close_matches(str(name), sorted(set(known)), n=3)
+        hint = f" (did you mean {' or '.join(map(repr, self.suggestions))}?)" if self.suggestions else ""
+        super().__init__(f"unknown {what} {name!r}{hint}; run `discoverygym list`" + (f" ({detail})" if detail else ""))

@@ -322,11 +322,11 @@ def run_one(env_id: str, config: str, seed: int, budget_s: float | None, *, trai
         ValueError: unknown config or env; a reference without ``budget_s``; an invalid ``initial``
             for a reference.
     """
-    from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
+    from discoverygym.envs.registry import PROGRAM_TASKS, find_env
 
-    if env_id not in ENVS and (env_id not in PROGRAM_TASKS or config in REFERENCES):
-        raise ValueError(f"unknown construction env {env_id!r}" if env_id not in PROGRAM_TASKS else
-                         f"{env_id} takes programs: the references ({', '.join(REFERENCES)}) search constructions")
+    find_env(env_id)
+    if env_id in PROGRAM_TASKS and config in REFERENCES:
+        raise ValueError(f"{env_id} takes programs: the references ({', '.join(REFERENCES)}) search constructions")
     run_dir = None if run_dir is None else Path(run_dir)
     if run_dir is not None and os.path.lexists(run_dir / "result.json"):
         kept = verified_result(run_dir / "result.json", env_id, getattr(train_config, "env_kwargs", None))

@@ -12,6 +12,8 @@ import gymnasium as gym
 import numpy as np
 
 from discoverygym.agents.config import TrainConfig
+from discoverygym.envs.registry import env_ids
+from discoverygym.errors import UnknownEnvError
 from discoverygym.policy import POLICIES, chat_refusal, llm_backend, llm_specs, split_spec
 from discoverygym.search.executors import EnvCopy, LocalEvaluator
 from discoverygym.search.reuse import ReuseWrapper
@@ -30,7 +32,7 @@ def make_train_env(config: TrainConfig) -> gym.Env:
         # Gymnasium's passive checker only warns ("Casting input x to numpy array") on list actions
         return gym.make(config.env_id, action_mode=config.action_mode, disable_env_checker=True, **config.env_kwargs)
     except gym.error.Error as exc:
-        raise ValueError(f"unknown env {config.env_id!r}; run `discoverygym list` ({exc})") from None
+        raise UnknownEnvError(config.env_id, env_ids(), detail=str(exc)) from None
 
 
 def make_reuse(name: str, env: gym.Env, initial: State | None, **kwargs: Any) -> ReuseWrapper:

@@ -30,7 +30,7 @@ from rich.console import Console
 from rich.table import Table
 
 from discoverygym.cli import audit, certify, compare, export, post_train, records, report, search, train
-from discoverygym.cli.common import UsageError, console_text, load_construction, seed_value
+from discoverygym.cli.common import UsageError, check_env, console_text, load_construction, seed_value
 from discoverygym.envs.problem import example_file
 from discoverygym.envs.registry import ENVS, PROGRAM_TASKS, get_problem, make_task, option_names, problem_of
 from discoverygym.errors import BackendUnavailable
@@ -50,10 +50,8 @@ def example_path(env_id: str) -> Path:
     Raises:
         UsageError: unknown env, or no example is bundled for this env.
     """
-    try:
-        path = example_file(get_problem(env_id))
-    except ValueError:
-        raise UsageError(f"unknown env {env_id!r}; run `discoverygym list`") from None
+    check_env(env_id)
+    path = example_file(get_problem(env_id))
     if path is None:
         raise UsageError(f"no bundled example for {env_id}; give a FILE")
     return path
@@ -87,10 +85,8 @@ def _evaluate(env_id: str, path: Path, timeout_s: float | None, seed: int = 0,
               **task_options: Any) -> tuple[State, Any]:
     """:func:`evaluate`, also returning the Problem / ProgramTask that judged the candidate."""
     options = {k: v for k, v in task_options.items() if v is not None}
-    try:
-        accepted = option_names(env_id)
-    except ValueError:
-        raise UsageError(f"unknown env {env_id!r}; run `discoverygym list`") from None
+    check_env(env_id)
+    accepted = option_names(env_id)
     refused = [k for k in options if accepted is not None and k not in accepted]
     if refused:
         raise UsageError(f"{env_id} takes no {', '.join('--' + k.replace('_', '-') for k in refused)} option")
@@ -224,10 +220,7 @@ def _evaluate_command(args: argparse.Namespace, console: Console) -> int:
     if args.n_cases is not None and args.n_cases < 1:
         raise UsageError(f"--n-cases must be >= 1, got {args.n_cases}")
     if not args.file:
-        try:
-            option_names(args.env_id)
-        except ValueError:
-            raise UsageError(f"unknown env {args.env_id!r}; run `discoverygym list`") from None
+        check_env(args.env_id)
     path = Path(args.file) if args.file else example_path(args.env_id)
     options = {"cases_dir": args.cases, "dataset": args.dataset, "device": args.device, "n_cases": args.n_cases,
                "allow_unconfined": True if args.allow_unconfined else None}

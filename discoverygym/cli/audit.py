@@ -17,8 +17,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from discoverygym.audit import AuditRow, audit, failed
-from discoverygym.cli.common import UsageError
-from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
+from discoverygym.cli.common import UsageError, check_env
+from discoverygym.envs.registry import ENVS, env_ids
 from discoverygym.sandbox.python import SandboxLimits
 
 #: columns of the tables off a terminal (``discoverygym audit ENV | cat``): wide enough that no cell is cut
@@ -65,10 +65,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--timeout must be a number of seconds in (0, 3600], got {args.timeout}")
     if args.n_cases is not None and args.n_cases < 1:
         raise UsageError(f"--n-cases must be >= 1, got {args.n_cases}")
-    known = [*ENVS, *PROGRAM_TASKS]
-    ids = known if args.all else [args.env_id]
-    if args.env_id and args.env_id not in known:
-        raise UsageError(f"unknown env {args.env_id!r}; run `discoverygym list`")
+    ids = env_ids() if args.all else [args.env_id]
+    if args.env_id:
+        check_env(args.env_id)
     console = Console(stderr=args.json)
     rows: list[AuditRow] = []
     seconds: dict[str, float] = {}

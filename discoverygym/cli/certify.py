@@ -14,7 +14,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from discoverygym.cli.common import UsageError, console_text
+from discoverygym.cli.common import UsageError, check_env, console_text
 from discoverygym.io import atomic_write_json
 
 __all__ = ["add_parser", "run"]
@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from discoverygym.rewards.certify import CERTIFIERS, certify, read_exact_json
 
+    check_env(args.env_id)
     if args.env_id not in CERTIFIERS:
         raise UsageError(f"no certifier for {args.env_id!r}; certifiable envs: {', '.join(CERTIFIERS)}")
     args.file = _run_best(args.file)

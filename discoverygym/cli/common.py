@@ -19,7 +19,7 @@ from typing import Any
 from discoverygym.errors import UsageError
 from discoverygym.io import read_input_text, run_kind
 
-__all__ = ["UsageError", "check_policy_fits", "console_text", "json_value", "load_construction", "load_init", "one_line", "resume_command",
+__all__ = ["UsageError", "check_env", "check_policy_fits", "console_text", "json_value", "load_construction", "load_init", "one_line", "resume_command",
            "run_kind", "seed_value", "standalone_main"]
 
 
@@ -43,6 +43,17 @@ def one_line(exc: BaseException) -> str:
     else:
         text = str(exc)
     return " ".join(text.split())
+
+
+def check_env(env_id: str) -> None:
+    """Refuse an env id that is not registered: the one unknown-env error
+    (:func:`~discoverygym.envs.registry.find_env`, close ids suggested) as a usage error (exit 2)."""
+    from discoverygym.envs.registry import find_env
+
+    try:
+        find_env(env_id)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def standalone_main(add_parser: Callable[[argparse._SubParsersAction], None],

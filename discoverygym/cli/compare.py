@@ -44,7 +44,7 @@ from rich.console import Console
 from rich.table import Table
 
 from discoverygym.agents.bench import best_within, rank_test, run_one  # the benchmark's code
-from discoverygym.cli.common import load_init, resume_command, standalone_main
+from discoverygym.cli.common import check_env, load_init, resume_command, standalone_main
 from discoverygym.cli.train import (
     AGENTS,
     add_llm_options,
@@ -591,14 +591,13 @@ def _compare(args: argparse.Namespace, console: Console) -> int:
     """``compare``: check the arguments, then run the study (:func:`study`)."""
     from discoverygym.agents.bench import REFERENCES, trainer_config
     from discoverygym.agents.config import _VALUE_ALIASES, config_overrides
-    from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
+    from discoverygym.envs.registry import PROGRAM_TASKS
     from discoverygym.policy import is_llm_spec
 
     if args.env_id in PROGRAM_TASKS and not is_llm_spec(args.policy or ""):
         raise UsageError(f"{args.env_id} takes programs: compare it with an LLM policy "
                           "(`discoverygym compare ... --policy hf:PATH_OR_ID`, e.g. hf:smollm2)")
-    if args.env_id not in ENVS and args.env_id not in PROGRAM_TASKS:
-        raise UsageError(f"unknown env {args.env_id!r}; run `discoverygym list`")
+    check_env(args.env_id)
     if args.run_dir is not None:
         blocker = file_in_the_way(Path(args.run_dir))
         if blocker is not None:

@@ -26,6 +26,7 @@ from rich.table import Table
 
 from discoverygym.casestats import case_summary
 from discoverygym.cli.common import (
+    check_env,
     check_policy_fits,
     json_value,
     load_init,
@@ -300,11 +301,9 @@ def train_config(args: argparse.Namespace) -> tuple[Any, Any]:
         flat_config,
         policy_mismatch,
     )
-    from discoverygym.envs.registry import ENVS, PROGRAM_TASKS
     from discoverygym.policy import is_llm_spec
 
-    if args.env_id not in ENVS and args.env_id not in PROGRAM_TASKS:
-        raise UsageError(f"unknown env {args.env_id!r}; run `discoverygym list`")
+    check_env(args.env_id)
     name = AGENTS.get(args.agent, args.agent)
     if name not in ABLATIONS:
         raise UsageError(f"unknown agent {args.agent!r}; use ttt-discover, naive-rl or one of {', '.join(ABLATIONS)}")

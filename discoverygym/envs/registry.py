@@ -3,11 +3,15 @@
 Two kinds of problem share the registry:
 
 * construction problems (:class:`~discoverygym.envs.problem.Problem`, env class
-  :class:`~discoverygym.envs.base.DiscoveryEnv`): :data:`ENVS`;
+  :class:`~discoverygym.envs.base.DiscoveryEnv`): :data:`ENVS`, added by :func:`register_problem`;
 * program problems (:class:`~discoverygym.envs.program.ProgramTask`, env class
-  :class:`~discoverygym.envs.program.ProgramEnv`): :data:`PROGRAM_TASKS`, whose factories are
-  imported lazily so that ``import discoverygym`` never imports torch, scanpy or a compiler
-  driver.
+  :class:`~discoverygym.envs.program.ProgramEnv`): :data:`PROGRAM_TASKS`, added by
+  :func:`register_task`, whose factories are imported lazily so that ``import discoverygym``
+  never imports torch, scanpy or a compiler driver.
+
+:func:`find_env` is the one lookup of an id in both; an id in neither raises the one unknown-env
+error, :class:`~discoverygym.errors.UnknownEnvError`, which suggests close names. Adding a problem:
+the checklist in ``docs/architecture.md`` ("Adding a problem").
 
 ``gym.make(env_id, **kwargs)`` is the one way to build an env. Its entry points
 (:func:`make_construction_env`, :func:`make_program_env`) resolve the registered names to
@@ -37,11 +41,13 @@ from discoverygym.envs.base import DiscoveryEnv
 from discoverygym.envs.mathematics import MATH_ENVS
 from discoverygym.envs.problem import Problem
 from discoverygym.envs.program import ProgramEnv, ProgramTask
+from discoverygym.errors import UnknownEnvError
 from discoverygym.protocols import ProblemProtocol
 
 __all__ = [
-    "ENVS", "JUDGING_OPTIONS", "PROGRAM_TASKS", "TaskSpec", "get_problem", "make_construction_env", "make_env",
-    "make_program_env", "make_task", "option_names", "problem_of", "register_envs", "register_task",
+    "ENVS", "JUDGING_OPTIONS", "PROGRAM_TASKS", "TaskSpec", "UnknownEnvError", "env_ids", "find_env", "get_problem",
+    "make_construction_env", "make_env", "make_program_env", "make_task", "option_names", "problem_of",
+    "register_envs", "register_problem", "register_task",
 ]
 
 ENTRY_POINT = "discoverygym.envs.registry:make_construction_env"
@@ -77,6 +83,29 @@ class TaskSpec:
 PROGRAM_TASKS: dict[str, TaskSpec] = {}
 
 
+def register_problem(env_id: str, problem: Problem) -> None:
+    """Add a construction env id (and register it with Gymnasium when not yet registered).
+
+    This is how users add their own construction problem (what a problem brings: the checklist in
+    ``docs/architecture.md``, "Adding a problem")::
+
+        register_problem("MyPacking-v0", Problem(name="my_packing", ...))
+        env = gym.make("MyPacking-v0")   # DiscoveryEnv(the problem)
+
+    Raises:
+        ValueError: ``env_id`` is a program env id, or another env id holds a different problem of the
+            same name (``gym.make`` resolves the problem by its name).
+    """
+    if env_id in PROGRAM_TASKS:
+        raise ValueError(f"{env_id} is a program env id (register_task); a construction problem needs another id")
+    clash = [other for other, p in ENVS.items() if p.name == problem.name and other != env_id and p is not problem]
+    if clash:
+        raise ValueError(f"problem name {problem.name!r} is taken by {clash[0]}; give the problem another name")
+    ENVS[env_id] = problem
+    if env_id not in gym.registry:
+        gym.register(id=env_id, entry_point=ENTRY_POINT, kwargs={"problem": problem.name})
+
+
 def register_task(env_id: str, spec: TaskSpec) -> None:
     """Add a program env id (and register it with Gymnasium when not yet registered).
 
@@ -84,11 +113,40 @@ def register_task(env_id: str, spec: TaskSpec) -> None:
 
         register_task("MyKernel-v0", TaskSpec(MyKernelTask, "my kernel"))
         env = gym.make("MyKernel-v0", some_option=3)   # MyKernelTask(some_option=3)
+
+    Raises:
+        ValueError: ``env_id`` is a construction env id (:func:`register_problem`).
     """
+    if env_id in ENVS:
+        raise ValueError(f"{env_id} is a construction env id (register_problem); a program task needs another id")
     PROGRAM_TASKS[env_id] = spec
     if env_id not in gym.registry:
         gym.register(id=env_id, entry_point=PROGRAM_ENTRY_POINT, kwargs={"task": env_id},
                      nondeterministic=spec.nondeterministic)
+
+
+def env_ids() -> list[str]:
+    """Every registered env id: the construction ones (:data:`ENVS`), then the program ones."""
+    return [*ENVS, *PROGRAM_TASKS]
+
+
+def find_env(env_id: str, what: str = "env") -> Problem | TaskSpec:
+    """The one lookup of an env id: its :class:`Problem` (construction env) or :class:`TaskSpec`
+    (program env; :func:`make_task` builds the task).
+
+    Args:
+        env_id: the id asked for.
+        what: how the error names what was looked for (``"env"``, ``"env id"``...).
+
+    Raises:
+        UnknownEnvError: an id in neither registry (a ``ValueError``; the message suggests close ids:
+            ``unknown env 'X' (did you mean 'Y'?); run `discoverygym list```).
+    """
+    if env_id in ENVS:
+        return ENVS[env_id]
+    if env_id in PROGRAM_TASKS:
+        return PROGRAM_TASKS[env_id]
+    raise UnknownEnvError(env_id, env_ids(), what)
 
 
 def make_task(env_id: str, **options: Any) -> Any:
@@ -99,7 +157,7 @@ def make_task(env_id: str, **options: Any) -> Any:
         **options: task options (``n_cases``, ``dataset``, ``device``...), overriding the spec's.
 
     Raises:
-        ValueError: unknown env id (the message lists the known ones).
+        UnknownEnvError: unknown program env id (close ids suggested).
         TypeError: an option the task does not take.
     """
     factory = _factory(env_id)
@@ -116,11 +174,10 @@ def _factory(env_id: str) -> Callable[..., Any]:
     """The task factory of a program env id (imported on first use).
 
     Raises:
-        ValueError: unknown program env id.
+        UnknownEnvError: unknown program env id.
     """
     if env_id not in PROGRAM_TASKS:
-        known = ", ".join(sorted(PROGRAM_TASKS))
-        raise ValueError(f"unknown program env {env_id!r}; known: {known}")
+        raise UnknownEnvError(env_id, PROGRAM_TASKS, "program env")
     factory = PROGRAM_TASKS[env_id].factory
     if isinstance(factory, str):
         module, attr = factory.split(":")
@@ -145,7 +202,7 @@ def get_problem(name: str) -> Any:
     For program env ids the task is built with its default options.
 
     Raises:
-        ValueError: no such problem (the message lists the known ones).
+        UnknownEnvError: no such problem (the message suggests close ids and names).
     """
     if name in ENVS:
         return ENVS[name]
@@ -154,8 +211,7 @@ def get_problem(name: str) -> Any:
     for problem in ENVS.values():
         if problem.name == name:
             return problem
-    known = ", ".join(sorted([*ENVS, *PROGRAM_TASKS]))
-    raise ValueError(f"unknown problem {name!r}; known env ids: {known}")
+    raise UnknownEnvError(name, [*env_ids(), *(p.name for p in ENVS.values())], "problem")
 
 
 def option_names(env_id: str) -> tuple[str, ...] | None:
@@ -167,14 +223,11 @@ def option_names(env_id: str) -> tuple[str, ...] | None:
     are not judging options.
 
     Raises:
-        ValueError: unknown env id (the message lists the known ones).
+        UnknownEnvError: unknown env id (:func:`find_env`).
     """
-    if env_id in PROGRAM_TASKS:
+    if isinstance(find_env(env_id), TaskSpec):
         return _task_option_names(env_id)
-    if env_id in ENVS:
-        return JUDGING_OPTIONS
-    known = ", ".join(sorted([*ENVS, *PROGRAM_TASKS]))
-    raise ValueError(f"unknown env id {env_id!r}; known: {known}")
+    return JUDGING_OPTIONS
 
 
 def problem_of(env_id: str, action_mode: str = "construction", **options: Any) -> ProblemProtocol:
@@ -190,8 +243,8 @@ def problem_of(env_id: str, action_mode: str = "construction", **options: Any) -
         The :class:`Problem` or the built :class:`ProgramTask`.
 
     Raises:
-        ValueError: unknown env id; a program env with ``action_mode`` other than ``"code"``; an
-            option the env does not take, or one the task rejects.
+        ValueError: unknown env id (:class:`~discoverygym.errors.UnknownEnvError`); a program env with
+            ``action_mode`` other than ``"code"``; an option the env does not take, or one the task rejects.
     """
     if env_id in PROGRAM_TASKS:
         if action_mode != "code":
@@ -204,9 +257,7 @@ def problem_of(env_id: str, action_mode: str = "construction", **options: Any) -
             return make_task(env_id, **options)
         except TypeError as exc:
             raise ValueError(str(exc)) from None
-    if env_id not in ENVS:
-        known = ", ".join(sorted([*ENVS, *PROGRAM_TASKS]))
-        raise ValueError(f"unknown problem {env_id!r}; known env ids: {known}")
+    find_env(env_id)
     unknown = sorted(set(options) - set(JUDGING_OPTIONS))
     if unknown:
         raise ValueError(
@@ -279,20 +330,17 @@ def make_env(env_id: str, **kwargs: Any) -> Any:
         **kwargs: env options (``action_mode``, ``render_mode``, task options...).
 
     Raises:
-        ValueError: unknown env id (the message lists the known ones).
+        UnknownEnvError: unknown env id (:func:`find_env`).
     """
-    if env_id not in ENVS and env_id not in PROGRAM_TASKS:
-        known = ", ".join(sorted([*ENVS, *PROGRAM_TASKS]))
-        raise ValueError(f"unknown env id {env_id!r}; known: {known}")
+    find_env(env_id, "env id")
     return gym.make(env_id, disable_env_checker=True, **kwargs).unwrapped
 
 
 def register_envs() -> None:
     """Register every env id with ``gymnasium.register`` (idempotent)."""
-    for env_id, problem in ENVS.items():
-        if env_id not in gym.registry:
-            gym.register(id=env_id, entry_point=ENTRY_POINT, kwargs={"problem": problem.name})
-    for env_id, spec in PROGRAM_TASKS.items():
+    for env_id, problem in list(ENVS.items()):
+        register_problem(env_id, problem)
+    for env_id, spec in list(PROGRAM_TASKS.items()):
         register_task(env_id, spec)
 
 

@@ -47,6 +47,8 @@ import gymnasium as gym
 
 from discoverygym.agents.policies.edits import answer_prefix as auto_answer_prefix
 from discoverygym.agents.policies.llm import check_edit_format, context_messages, make_sample
+from discoverygym.envs.registry import env_ids
+from discoverygym.errors import UnknownEnvError
 from discoverygym.io import available_cpus
 from discoverygym.policy import SamplingContext
 from discoverygym.types import State
@@ -66,7 +68,7 @@ def _make_env(env_id: str, action_mode: str, env_kwargs: dict) -> gym.Env:
     try:
         return gym.make(env_id, action_mode=action_mode, disable_env_checker=True, **env_kwargs)
     except gym.error.Error as exc:
-        raise ValueError(f"unknown env {env_id!r}; run `discoverygym list` ({exc})") from None
+        raise UnknownEnvError(env_id, env_ids(), detail=str(exc)) from None
 
 
 def _context(env: gym.Env, start: State, action_mode: str) -> SamplingContext:

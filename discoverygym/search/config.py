@@ -15,7 +15,7 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
-from discoverygym.envs.registry import ENVS, PROGRAM_TASKS, problem_of
+from discoverygym.envs.registry import find_env, problem_of
 from discoverygym.policy import policy_factory
 from discoverygym.search import controllers as ctl
 from discoverygym.search.checks import ACTION_MODES, check_action_mode, check_kwargs
@@ -25,13 +25,14 @@ __all__ = ["SearchConfig", "check_env_id"]
 
 
 def check_env_id(env_id: str) -> None:
-    """Refuse an env id that is neither a registered env nor a program task.
+    """Refuse an env id that is neither a registered env nor a program task
+    (:func:`~discoverygym.envs.registry.find_env`, the one lookup).
 
     Raises:
-        ValueError: ``unknown env 'X'; run `discoverygym list```.
+        UnknownEnvError: ``unknown env 'X'; run `discoverygym list```, with close ids suggested
+            (a ``ValueError``).
     """
-    if env_id not in ENVS and env_id not in PROGRAM_TASKS:
-        raise ValueError(f"unknown env {env_id!r}; run `discoverygym list`")
+    find_env(env_id)
 
 
 @dataclass
