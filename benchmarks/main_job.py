@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from discoverygym.agents.trainer import Trainer, ablation_config
-from discoverygym.envs.base import DiscoveryEnv
+from discoverygym.envs.construction import DiscoveryEnv
 from discoverygym.envs.polish import get_polisher
 from discoverygym.envs.registry import ENVS
 

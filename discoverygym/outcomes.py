@@ -12,7 +12,7 @@ must define a function fit(...)"``); it ran past its time limit (``"timed out af
 raised, exited or was killed (``"program raised ..."``, ``"program exited ..."``, ``"memory limit
 ... exceeded"``, ``"ended abnormally"``, any other ``"program failed: ..."`` / ``"... failed: ..."``
 of a sandbox run); anything else is a result the verifier refused (:attr:`Outcome.INVALID`). These
-are the messages of :mod:`discoverygym.sandbox.python`, :mod:`discoverygym.envs.base` (code mode:
+are the messages of :mod:`discoverygym.sandbox.python`, :mod:`discoverygym.envs.construction` (code mode:
 ``"program failed: <sandbox error>"``) and the program envs (``InvalidSolution`` messages). A
 candidate that could not be scored on this machine (``metadata["unscored"]``) has no category
 (``None``; counted as ``"unscored"``).
@@ -60,7 +60,7 @@ UNSCORED = "unscored"
 CATEGORIES = (*(o.value for o in Outcome), UNSCORED)
 
 #: the judge's error for a response that held no program (``"no code in the response: <parser's reason>"``;
-#: :meth:`discoverygym.envs.core.CandidateEnv.evaluate` gives it without running anything).
+#: :meth:`discoverygym.envs.candidate.CandidateEnv.evaluate` gives it without running anything).
 NO_CODE_ERROR = "no code in the response"
 #: the words after the comment sign of the stub program that stands for a response without a program
 #: (:func:`~discoverygym.agents.prompts.failed_program`; read back by :func:`unread_reason`).

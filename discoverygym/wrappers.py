@@ -1,6 +1,6 @@
 """Gymnasium wrappers that let generic RL libraries (Stable-Baselines3, CleanRL, RLlib...) use the envs.
 
-A :class:`~discoverygym.envs.base.DiscoveryEnv` has a ``Dict`` observation (a prompt ``Text``, a
+A :class:`~discoverygym.envs.construction.DiscoveryEnv` has a ``Dict`` observation (a prompt ``Text``, a
 score, a variable-length ``Sequence`` construction) and a ``Sequence`` action: exact, but no
 fixed-shape network can read or write it, ``action_space.sample()`` is a random-length array, and
 ``AsyncVectorEnv``'s shared memory cannot hold a ``Sequence`` (it has no static shape). Wrapped,
@@ -47,7 +47,7 @@ class FixedShapeConstruction(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Fixed-shape ``Box`` action and observation over a construction env.
 
     Args:
-        env: a construction env (``gym.make(id)`` of a :class:`~discoverygym.envs.base.DiscoveryEnv`,
+        env: a construction env (``gym.make(id)`` of a :class:`~discoverygym.envs.construction.DiscoveryEnv`,
             ``action_mode="construction"``).
         n: the number of pieces / rows. Default: the problem's fixed size (its verifier's ``n``),
             else the length of its seed-0 initial construction.

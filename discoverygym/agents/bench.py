@@ -264,7 +264,7 @@ def _run_trainer(config: Any, t0: float, run_dir: Path | None, initial: Any, cal
 def _run_reference(env_id: str, config: str, seed: int, budget_s: float, t0: float, initial: Any,
                    callback: Callable | None) -> dict:
     """A reference run (one process, BLAS single-threaded): the result fields."""
-    from discoverygym.envs.base import DiscoveryEnv
+    from discoverygym.envs.construction import DiscoveryEnv
     from discoverygym.envs.registry import ENVS
     from discoverygym.io import limit_native_threads
 

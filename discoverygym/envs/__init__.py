@@ -1,11 +1,11 @@
 """Discovery problems as Gymnasium environments: the shared base, problem specs, registration.
 
 Build an env with ``gym.make(env_id, ...)``; judge a candidate with ``env.unwrapped.evaluate(...)``
-(:class:`~discoverygym.envs.core.CandidateEnv`).
+(:class:`~discoverygym.envs.candidate.CandidateEnv`).
 """
 
-from discoverygym.envs.base import DiscoveryEnv
-from discoverygym.envs.core import CandidateEnv
+from discoverygym.envs.candidate import CandidateEnv
+from discoverygym.envs.construction import DiscoveryEnv
 from discoverygym.envs.problem import Problem
 from discoverygym.envs.registry import ENVS, get_problem, register_envs
 

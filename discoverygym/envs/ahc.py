@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from discoverygym.envs.core import positive_int
+from discoverygym.envs.candidate import positive_int
 from discoverygym.envs.program import ProgramTask
 from discoverygym.errors import InvalidSolution
 from discoverygym.rewards.ahc import ahc039, ahc058
@@ -225,7 +225,7 @@ _MAX_CASE_BYTES = 64 << 20
 
 
 def _count(name: str, value) -> int | None:
-    """An optional positive int option (``None`` kept; :func:`~discoverygym.envs.core.positive_int`).
+    """An optional positive int option (``None`` kept; :func:`~discoverygym.envs.candidate.positive_int`).
 
     Raises:
         TypeError: not an integer; ValueError: < 1.

@@ -64,7 +64,7 @@ import warnings
 from pathlib import Path
 from typing import Any, ClassVar
 
-from discoverygym.envs.core import problem_header
+from discoverygym.envs.candidate import problem_header
 from discoverygym.envs.program import ProgramTask
 from discoverygym.errors import BackendUnavailable, InvalidSolution
 from discoverygym.rewards.common import Score

@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from discoverygym.envs.core import positive_int
+from discoverygym.envs.candidate import positive_int
 from discoverygym.envs.program import ProgramTask
 from discoverygym.errors import BackendUnavailable, InvalidSolution
 from discoverygym.io import available_cpus

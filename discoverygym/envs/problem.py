@@ -1,7 +1,7 @@
 """The declarative description of a discovery problem: what an environment needs besides the base.
 
 A problem is data plus three functions (verifier, initial construction, picture); the shared
-:class:`~discoverygym.envs.base.DiscoveryEnv` does everything else. Adding a variant such as
+:class:`~discoverygym.envs.construction.DiscoveryEnv` does everything else. Adding a variant such as
 ``CirclePacking-32-v0`` is one :class:`Problem` value, not a new class.
 """
 
@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from discoverygym.envs.core import problem_header, reward_of
+from discoverygym.envs.candidate import problem_header, reward_of
 from discoverygym.rewards.common import Score
 from discoverygym.types import Direction
 

@@ -1,6 +1,6 @@
 """ProgramEnv: the one Gymnasium environment class for problems whose candidates are programs.
 
-Mathematical problems (:class:`~discoverygym.envs.base.DiscoveryEnv`) score a construction, so a
+Mathematical problems (:class:`~discoverygym.envs.construction.DiscoveryEnv`) score a construction, so a
 program there is only a way to produce one. Other problems can only be judged by running the
 program itself: a GPU kernel is timed, a C++ heuristic is judged on contest cases, a denoiser is
 scored on held-out counts. Each such problem is one :class:`ProgramTask` (what to run and how to
@@ -40,7 +40,7 @@ import numpy as np
 from gymnasium import spaces
 
 from discoverygym.casestats import case_improvement
-from discoverygym.envs.core import CandidateEnv, problem_header, reward_of
+from discoverygym.envs.candidate import CandidateEnv, problem_header, reward_of
 from discoverygym.envs.render import bars
 from discoverygym.envs.spaces import UnicodeText
 from discoverygym.errors import BackendUnavailable, InvalidSolution

@@ -3,7 +3,7 @@
 Two kinds of problem share the registry:
 
 * construction problems (:class:`~discoverygym.envs.problem.Problem`, env class
-  :class:`~discoverygym.envs.base.DiscoveryEnv`): :data:`ENVS`, added by :func:`register_problem`;
+  :class:`~discoverygym.envs.construction.DiscoveryEnv`): :data:`ENVS`, added by :func:`register_problem`;
 * program problems (:class:`~discoverygym.envs.program.ProgramTask`, env class
   :class:`~discoverygym.envs.program.ProgramEnv`): :data:`PROGRAM_TASKS`, added by
   :func:`register_task`, whose factories are imported lazily so that ``import discoverygym``
@@ -37,7 +37,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from discoverygym.envs.base import DiscoveryEnv
+from discoverygym.envs.construction import DiscoveryEnv
 from discoverygym.envs.mathematics import MATH_ENVS
 from discoverygym.envs.problem import Problem
 from discoverygym.envs.program import ProgramEnv, ProgramTask
@@ -273,7 +273,7 @@ def make_construction_env(problem: Problem | str, **env_kwargs: Any) -> Discover
     Args:
         problem: a problem name / env id (the registered kwargs hold the name) or a
             :class:`Problem` object (``gym.make(env_id, problem=obj)``).
-        **env_kwargs: :class:`~discoverygym.envs.base.DiscoveryEnv` arguments (``action_mode``,
+        **env_kwargs: :class:`~discoverygym.envs.construction.DiscoveryEnv` arguments (``action_mode``,
             ``horizon``, ``render_mode``, ``sandbox``, ``program_budget_s``).
 
     Raises:

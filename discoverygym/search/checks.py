@@ -22,7 +22,7 @@ __all__ = [
     "policy_action_modes",
 ]
 
-#: every action mode of :class:`~discoverygym.envs.base.DiscoveryEnv`.
+#: every action mode of :class:`~discoverygym.envs.construction.DiscoveryEnv`.
 ACTION_MODES: tuple[str, ...] = ("construction", "code")
 
 

@@ -72,7 +72,7 @@ class ReuseWrapper(gym.Wrapper):
     """State reuse with any selection rule: an archive, the rule, and the batch bookkeeping.
 
     Args:
-        env: any environment whose unwrapped env is a :class:`~discoverygym.envs.base.DiscoveryEnv`.
+        env: any environment whose unwrapped env is a :class:`~discoverygym.envs.construction.DiscoveryEnv`.
         rule: a rule name of the registry (:data:`~discoverygym.search.selectors.SELECTORS`:
             ``"puct"``, ``"rpucg"``, ``"epsilon"``, ``"none"``...), built with ``rule_kwargs``; or
             a rule object (:class:`~discoverygym.search.rule.Selector`).

@@ -13,7 +13,7 @@ import re
 import pytest
 
 from discoverygym.agents.bench import verified_result
-from discoverygym.envs.base import DiscoveryEnv
+from discoverygym.envs.construction import DiscoveryEnv
 from discoverygym.envs.registry import ENVS
 from discoverygym.errors import UsageError
 

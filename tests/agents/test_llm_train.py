@@ -139,11 +139,11 @@ def test_constant_groups_skip_the_update_when_asked(tmp_path):
 
 
 def test_parallel_judging_records_the_same_children(tmp_path, monkeypatch):
-    from discoverygym.envs import base
+    from discoverygym.envs import construction
 
     calls = []
-    real = base.run_program
-    monkeypatch.setattr(base, "run_program", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = construction.run_program
+    monkeypatch.setattr(construction, "run_program", lambda *a, **k: calls.append(1) or real(*a, **k))
     programs = [_packing(0.1), _packing(0.05), "not python (", _packing(0.2)]  # the last one overlaps
     runs = []
     for workers in (1, 3):

@@ -16,7 +16,7 @@ pytest.importorskip("scipy")
 from discoverygym.agents.policies import make_trainable_policy
 from discoverygym.agents.policies.operators import OperatorPolicy
 from discoverygym.agents.trainer import Trainer, ablation_config
-from discoverygym.envs.base import DiscoveryEnv
+from discoverygym.envs.construction import DiscoveryEnv
 from discoverygym.envs.operators import circles
 from discoverygym.envs.registry import ENVS
 from discoverygym.policy import SamplingContext

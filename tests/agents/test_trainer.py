@@ -18,7 +18,7 @@ from discoverygym.agents.policies import SamplingContext, make_trainable_policy
 from discoverygym.agents.trainer import NaiveRL, TrainConfig, Trainer, TTTDiscover, ablation_config
 from discoverygym.cli import compare as compare_cli
 from discoverygym.cli import train as train_cli
-from discoverygym.envs.base import DiscoveryEnv
+from discoverygym.envs.construction import DiscoveryEnv
 from discoverygym.envs.polish import get_polisher
 from discoverygym.envs.registry import ENVS
 

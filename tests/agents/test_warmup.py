@@ -61,7 +61,7 @@ TOY_PROGRAM = "def construct(**kw):\n    return [42.5]\n"
 
 
 def _toy_env():
-    from discoverygym.envs.base import DiscoveryEnv
+    from discoverygym.envs.construction import DiscoveryEnv
     from discoverygym.sandbox.python import SandboxLimits
 
     return DiscoveryEnv(TOY, action_mode="code", sandbox=SandboxLimits(timeout_s=10.0, memory_mb=1024))

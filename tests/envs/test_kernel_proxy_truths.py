@@ -21,7 +21,7 @@ def test_info_marks_the_record_as_no_peer_of_a_proxy_score():
     import discoverygym  # noqa: F401
     from discoverygym.types import State
 
-    env = gym.make("CirclePacking-26-v0").unwrapped  # the info builder every env shares (envs/core.py)
+    env = gym.make("CirclePacking-26-v0").unwrapped  # the info builder every env shares (envs/candidate.py)
     proxy = State(solution=None, score=1065.0, reward=1.0, valid=True, metadata={"proxy": "cpu", "proxy_note": CPU_PROXY_NOTE})
     info = env._info(proxy)
     assert info["sota"]["comparable"] is False and info["sota"]["note"] == CPU_PROXY_NOTE

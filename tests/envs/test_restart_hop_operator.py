@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("scipy")
 
-from discoverygym.envs.base import DiscoveryEnv
+from discoverygym.envs.construction import DiscoveryEnv
 from discoverygym.envs.operators import circles
 from discoverygym.envs.registry import ENVS
 

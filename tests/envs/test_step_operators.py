@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from discoverygym.envs.base import DiscoveryEnv
+from discoverygym.envs.construction import DiscoveryEnv
 from discoverygym.envs.operators.steps import MAX_PIECES, MIN_PIECES, resample, smooth
 from discoverygym.envs.registry import ENVS
 

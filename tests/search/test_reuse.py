@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from discoverygym.envs.base import DiscoveryEnv
+from discoverygym.envs.construction import DiscoveryEnv
 from discoverygym.envs.problem import Problem
 from discoverygym.errors import InvalidSolution
 from discoverygym.rewards.common import Score

@@ -1,6 +1,6 @@
 """What every discoverygym environment shares, whatever its candidates are.
 
-:class:`CandidateEnv` is the one base of :class:`~discoverygym.envs.base.DiscoveryEnv`
+:class:`CandidateEnv` is the one base of :class:`~discoverygym.envs.construction.DiscoveryEnv`
 (constructions, and programs that return one) and :class:`~discoverygym.envs.program.ProgramEnv`
 (programs judged by running them): argument checks, seeded state ids, the public
 :meth:`~CandidateEnv.evaluate` and :meth:`~CandidateEnv.admit`, ``step``, the ``info`` dict, the

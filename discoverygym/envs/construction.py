@@ -1,4 +1,5 @@
-"""DiscoveryEnv: the one Gymnasium environment class shared by every discovery problem.
+"""DiscoveryEnv: the Gymnasium environment of every construction problem (program problems have
+:class:`~discoverygym.envs.program.ProgramEnv`; both derive from :class:`~discoverygym.envs.candidate.CandidateEnv`).
 
 A state is a candidate solution (a construction, and in ``action_mode="code"`` the program that
 produced it); an action proposes a new one; the reward is continuous, higher is better, and an
@@ -26,7 +27,7 @@ from typing import Any, Literal
 import numpy as np
 from gymnasium import spaces
 
-from discoverygym.envs.core import CandidateEnv
+from discoverygym.envs.candidate import CandidateEnv
 from discoverygym.envs.problem import Problem
 from discoverygym.envs.spaces import StackedSequence, UnicodeText
 from discoverygym.errors import InvalidSolution
