@@ -19,9 +19,7 @@ from typing import Any, Protocol
 
 import torch
 
-from discoverygym.agents.objectives import kl_shaping
-
-__all__ = ["DEFAULT_LOSS", "LOSSES", "Loss", "importance_sampling_loss", "make_loss", "pad_behaviour",
+__all__ = ["DEFAULT_LOSS", "LOSSES", "Loss", "importance_sampling_loss", "kl_shaping", "make_loss", "pad_behaviour",
            "register_loss", "token_advantages"]
 
 
@@ -50,6 +48,27 @@ def pad_behaviour(samples: Sequence[Any]) -> tuple[torch.Tensor, torch.Tensor]:
 #: so that a KL-only step with an unchanged adapter has exactly zero gradient (Adam would otherwise
 #: turn rounding noise into full-size steps).
 DELTA_NOISE = 1e-5
+
+
+def kl_shaping(adv_tokens: torch.Tensor, delta: torch.Tensor, mask: torch.Tensor, lam: float) -> torch.Tensor:
+    """Token-level KL shaping: ``A_t ← A_t + λ (avg − Δ_t)`` (TTT-Discover App. A, code ``rl/train.py``).
+
+    ``Δ_t = log π_sampler(a_t) − log π_ref(a_t)``; ``avg`` = mean of Δ over all action tokens of
+    the batch (``mask`` True). Here a "token" is one action unit of a numeric policy.
+
+    Args:
+        adv_tokens: ``[B, T]`` advantages broadcast to tokens.
+        delta: ``[B, T]`` log-ratio sampler/reference per token (no gradient needed).
+        mask: ``[B, T]`` bool, which tokens exist.
+        lam: λ (0.1 in the paper; 0 disables).
+
+    Returns:
+        ``[B, T]`` shaped advantages (masked tokens unchanged).
+    """
+    if lam == 0.0 or not bool(mask.any()):
+        return adv_tokens
+    avg = delta[mask].mean()
+    return torch.where(mask, adv_tokens + lam * (avg - delta), adv_tokens)
 
 
 def token_advantages(adv: torch.Tensor, old_lp: torch.Tensor, base_lp: torch.Tensor, mask: torch.Tensor,

@@ -12,7 +12,8 @@ and its released code (``rl/train.py``); summarised in ``docs/algorithms.md``.
 * :func:`entropic_constant` — entropic objective with fixed β (β = 2 in the ablation), leave-one-out.
 * :func:`entropic_adaptive` — entropic objective with β chosen per group so that
   ``KL(softmax(β r) ‖ uniform) = ln 2`` (:func:`adaptive_beta`), leave-one-out, max-shift.
-* :func:`kl_shaping` — token (action-unit) level KL shaping ``A_t ← A_t + λ (avg − Δ_t)``.
+
+The token-level KL shaping of the loss is :func:`discoverygym.agents.losses.kl_shaping`.
 
 Groups whose rewards are all equal carry no signal and are dropped (``keep`` is False, their
 advantages are 0) by every estimator here.
@@ -40,7 +41,6 @@ __all__ = [
     "entropic_adaptive",
     "entropic_constant",
     "is_repeat",
-    "kl_shaping",
     "kl_to_uniform",
     "loo_entropic_advantages",
     "make_objective",
@@ -236,27 +236,6 @@ def entropic_constant(rewards: torch.Tensor, beta: float = 2.0) -> Advantages:
     if beta < 0:
         raise ValueError(f"beta must be >= 0, got {beta}")
     return _entropic(rewards, lambda row: float(beta))
-
-
-def kl_shaping(adv_tokens: torch.Tensor, delta: torch.Tensor, mask: torch.Tensor, lam: float) -> torch.Tensor:
-    """Token-level KL shaping: ``A_t ← A_t + λ (avg − Δ_t)`` (TTT-Discover App. A, code ``rl/train.py``).
-
-    ``Δ_t = log π_sampler(a_t) − log π_ref(a_t)``; ``avg`` = mean of Δ over all action tokens of
-    the batch (``mask`` True). Here a "token" is one action unit of a numeric policy.
-
-    Args:
-        adv_tokens: ``[B, T]`` advantages broadcast to tokens.
-        delta: ``[B, T]`` log-ratio sampler/reference per token (no gradient needed).
-        mask: ``[B, T]`` bool, which tokens exist.
-        lam: λ (0.1 in the paper; 0 disables).
-
-    Returns:
-        ``[B, T]`` shaped advantages (masked tokens unchanged).
-    """
-    if lam == 0.0 or not bool(mask.any()):
-        return adv_tokens
-    avg = delta[mask].mean()
-    return torch.where(mask, adv_tokens + lam * (avg - delta), adv_tokens)
 
 
 #: objective name -> (constructor kwargs -> Objective). Extend with :func:`make_objective` users.

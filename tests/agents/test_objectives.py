@@ -8,12 +8,12 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="agents need torch: pip install torch==2.13.0 (CPU)")
 
+from discoverygym.agents.losses import kl_shaping
 from discoverygym.agents.objectives import (
     KL_BUDGET,
     adaptive_beta,
     entropic_adaptive,
     entropic_constant,
-    kl_shaping,
     kl_to_uniform,
     loo_entropic_advantages,
     make_objective,
