@@ -63,7 +63,7 @@ CATEGORIES = (*(o.value for o in Outcome), UNSCORED)
 #: :meth:`discoverygym.envs.candidate.CandidateEnv.evaluate` gives it without running anything).
 NO_CODE_ERROR = "no code in the response"
 #: the words after the comment sign of the stub program that stands for a response without a program
-#: (:func:`~discoverygym.agents.prompts.failed_program`; read back by :func:`unread_reason`).
+#: (:func:`~discoverygym.agents.responses.failed_program`; read back by :func:`unread_reason`).
 UNREAD_PREFIX = "no program could be read from the response: "
 
 #: the failure ladder (issue 49, ours): how many :data:`FAILURE_TIER_STEP` s below the env's failure
@@ -102,7 +102,7 @@ def classify_error(error: str | None) -> Outcome:
 def unread_reason(program: Any) -> str | None:
     """The parser's reason when ``program`` is the stub of a response without a program, else ``None``.
 
-    The stub (:func:`~discoverygym.agents.prompts.failed_program`) is one comment line,
+    The stub (:func:`~discoverygym.agents.responses.failed_program`) is one comment line,
     ``# no program could be read from the response: <reason>`` (``//`` for C++). The envs judge it as
     :data:`NO_CODE_ERROR` without running it, so the reason a user reads is the parser's, not the
     missing entry function of an empty program.

@@ -182,7 +182,7 @@ class CandidateEnv(gym.Env[ObsType, ActType], ABC):
         Returns:
             The child :class:`State`: valid with ``score`` and ``reward``, or invalid with the
             failure reward (the stub program of a response without code, from
-            :func:`~discoverygym.agents.prompts.failed_program`, is not run: its ``error`` is
+            :func:`~discoverygym.agents.responses.failed_program`, is not run: its ``error`` is
             ``"no code in the response: <the parser's reason>"``); ``code`` is the program in code mode; ``metadata`` holds the timings
             (``elapsed_s``, ``sandbox_s``, seconds) and the verifier's metrics.
         """

@@ -12,7 +12,7 @@ from discoverygym.agents.losses import pad_behaviour, token_advantages
 from discoverygym.agents.objectives import entropic_adaptive
 from discoverygym.agents.policies import SamplingContext
 from discoverygym.agents.policies.llm import LLMSample, ModelUnavailable
-from discoverygym.agents.prompts import FORCE_ANSWER
+from discoverygym.agents.responses import FORCE_ANSWER
 from discoverygym.envs.registry import ENVS
 from discoverygym.types import State
 from tests.llm_fixtures import tiny_model_dir

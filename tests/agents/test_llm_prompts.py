@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from discoverygym.agents.prompts import (
+from discoverygym.agents.prompts import build_prompt
+from discoverygym.agents.responses import (
     FORCE_ANSWER,
     THINK_END,
     ResponseError,
-    build_prompt,
     failed_program,
     needs_forcing,
     parse_response,

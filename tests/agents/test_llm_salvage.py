@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from discoverygym.agents.prompts import (
+from discoverygym.agents.prompts import build_prompt
+from discoverygym.agents.responses import (
     ResponseError,
     answer_complete,
-    build_prompt,
     parse_response,
     salvage_program,
 )

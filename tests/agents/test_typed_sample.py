@@ -12,7 +12,7 @@ import pytest
 
 from discoverygym.agents.policies.edits import edit_stats as edits_edit_stats
 from discoverygym.agents.policies.llm import LLMSample, make_sample
-from discoverygym.agents.prompts import ResponseError, parse_response
+from discoverygym.agents.responses import ResponseError, parse_response
 from discoverygym.envs.registry import ENVS
 from discoverygym.policy import Outcome, Sample, SamplingContext, edit_stats, make_policy
 from discoverygym.types import State

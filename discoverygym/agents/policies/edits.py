@@ -42,7 +42,7 @@ blocks; ``apply_error``: blocks that could not be applied). :func:`~discoverygym
 (re-exported here; it lives on the ground floor so that search uses it too) turns a step's samples
 into the logged rates ``edit/parse_fail_rate``, ``edit/apply_fail_rate`` and ``edit/fallback_rate``.
 
-Pure functions on strings; imports only the standard library, :mod:`discoverygym.agents.prompts`
+Pure functions on strings; imports only the standard library, :mod:`discoverygym.agents.responses`
 and :mod:`discoverygym.policy`.
 """
 
@@ -54,7 +54,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from discoverygym.agents.prompts import ResponseError, code_blocks
+from discoverygym.agents.responses import ResponseError, code_blocks
 from discoverygym.policy import Outcome, edit_stats
 
 __all__ = [
@@ -182,11 +182,11 @@ def diff_answer_complete(text: str, language: str | None = None) -> bool:
 
     True when the text's last line closes a SEARCH/REPLACE block (a ``>>>>>>> REPLACE`` line) and
     every block so far is well formed, or when it reads as a finished full-program answer
-    (:func:`~discoverygym.agents.prompts.answer_complete`: the fallback). So a local model's answer
+    (:func:`~discoverygym.agents.responses.answer_complete`: the fallback). So a local model's answer
     ends after its first complete block, before it can open another one that the token budget cuts
     (an unclosed block makes the whole answer unreadable). Reasoning still open never stops.
     """
-    from discoverygym.agents.prompts import ResponseError, answer_complete, strip_reasoning
+    from discoverygym.agents.responses import ResponseError, answer_complete, strip_reasoning
 
     body = str(text).replace("\r\n", "\n").replace("\r", "\n").rstrip()
     last = body.rsplit("\n", 1)[-1]
@@ -432,7 +432,7 @@ def full_program(text: str, language: str = "python", entry: str | None = None) 
 
     Complete: no SEARCH/REPLACE marker line, and (Python) it parses and defines ``entry`` at top
     level, or (other languages) ``entry(`` occurs in it. Reasoning is removed first, as
-    :func:`~discoverygym.agents.prompts.parse_response` does; unreadable responses give ``None``.
+    :func:`~discoverygym.agents.responses.parse_response` does; unreadable responses give ``None``.
     """
     try:
         blocks = code_blocks(text, language)
@@ -464,7 +464,7 @@ def apply_edit(text: Any, parent: str, *, language: str = "python", entry: str |
     Returns:
         An :class:`EditResult`; never raises on odd responses.
     """
-    from discoverygym.agents.prompts import strip_reasoning
+    from discoverygym.agents.responses import strip_reasoning
 
     if not isinstance(text, str):
         return EditResult(None, "failed", parse_error=f"response must be text, got {type(text).__name__}",

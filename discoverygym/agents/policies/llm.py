@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from discoverygym.agents.policies.edits import EDIT_FORMATS, apply_edit, check_edit_format
-from discoverygym.agents.prompts import ResponseError, build_messages, failed_program, parse_response
+from discoverygym.agents.prompts import build_messages
+from discoverygym.agents.responses import ResponseError, failed_program, parse_response
 from discoverygym.errors import BackendUnavailable
 from discoverygym.policy import Outcome, Sample, is_llm_spec, split_spec
 
@@ -46,7 +47,7 @@ class LLMSample(Sample):
 
     Attributes (besides those of :class:`~discoverygym.policy.Sample`):
         action: the program to evaluate: the last fenced block of the response, or (parse failure)
-            a stub from :func:`~discoverygym.agents.prompts.failed_program` that fails the contract.
+            a stub from :func:`~discoverygym.agents.responses.failed_program` that fails the contract.
         text: the decoded completion (reasoning included).
         prompt_ids: token ids of the prompt (list of int, length P).
         completion_ids: token ids of the completion (list of int, length T), forced text included.
@@ -96,7 +97,7 @@ def context_messages(ctx: Any, system: str | None = None, edit_format: str = "fu
 def make_sample(text: str, language: str, *, ctx: Any = None, edit_format: str = "full", **fields: Any) -> LLMSample:
     """Parse ``text`` into an :class:`LLMSample` (a failure becomes a failing stub program).
 
-    ``full``: the last fenced block (:func:`~discoverygym.agents.prompts.parse_response`).
+    ``full``: the last fenced block (:func:`~discoverygym.agents.responses.parse_response`).
     ``diff`` (with ``ctx`` whose parent has a program): the response's SEARCH/REPLACE blocks
     applied to ``ctx.parent.code``, else a full program in it
     (:func:`~discoverygym.agents.policies.edits.apply_edit`); a parent without a program is read
