@@ -20,7 +20,7 @@ import math
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any
 
@@ -65,28 +65,28 @@ def _inspirations_value(text: str) -> int | str:
     return value
 
 
-#: search parameters: (flag(s), SearchConfig field, type, default, help)
-_PARAMS: list[tuple[tuple[str, ...], str, Any, Any, str]] = [
+#: search parameters: (flag(s), SearchConfig field, type, help). Each flag's default is the field's
+#: default in :class:`~discoverygym.search.config.SearchConfig` (:func:`_field_default`), the one
+#: source; ``{default}`` in a help text shows it.
+_PARAMS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (
         ("--policy",),
         "policy",
         str,
-        "mutation",
         (
-            "policy name (registered: {policies}; default mutation) or an LLM with --action-mode code: "
+            "policy name (registered: {policies}; default {default}) or an LLM with --action-mode code: "
             + llm_specs() + " (" + llm_specs("chat") + ": hosted chat); settings via --policy-kwargs"
         ),
     ),
-    (("--selector",), "selector", str, "rpucg", "history selector Φ: {selectors} (default rpucg)"),
-    (("-C", "--trajectories"), "C", int, 4, "C: independent trajectories (default 4)"),
-    (("-L", "--steps"), "L", int, 20, "L: committed steps per trajectory (default 20)"),
-    (("-K", "--candidates"), "K", int, 4, "K: candidates per step, best one committed (default 4)"),
-    (("--seed",), "seed", seed_value, 0, "run seed (default 0)"),
+    (("--selector",), "selector", str, "history selector Φ: {selectors} (default {default})"),
+    (("-C", "--trajectories"), "C", int, "C: independent trajectories (default {default})"),
+    (("-L", "--steps"), "L", int, "L: committed steps per trajectory (default {default})"),
+    (("-K", "--candidates"), "K", int, "K: candidates per step, best one committed (default {default})"),
+    (("--seed",), "seed", seed_value, "run seed (default {default})"),
     (
         ("--inspirations",),
         "inspirations",
         _inspirations_value,
-        None,
         ("states per prompt, an integer >= 1 or 'auto' (a per-trajectory UCB1 over 1, 3, 5, 10 rewarded by "
         "the step's committed improvement); default: selector's, RPUCG 5, others 1"),
     ),
@@ -94,7 +94,6 @@ _PARAMS: list[tuple[tuple[str, ...], str, Any, Any, str]] = [
         ("--restart-controller",),
         "restart_controller",
         str,
-        None,
         ("at each selector restart (RPUCG restart_every) a per-trajectory bandit, ucb or thompson, chooses "
         "the best node or a fresh start from the initial state (default: none, best node)"),
     ),
@@ -102,7 +101,6 @@ _PARAMS: list[tuple[tuple[str, ...], str, Any, Any, str]] = [
         ("--budget-controller",),
         "budget_controller",
         str,
-        None,
         ("successive-halving or bandit: hand the C*L steps to the most promising trajectories in rounds "
         "(best so far, recent slope); still exactly C*L*K evaluations (default: none, L steps each)"),
     ),
@@ -110,43 +108,44 @@ _PARAMS: list[tuple[tuple[str, ...], str, Any, Any, str]] = [
         ("--controller-kwargs",),
         "controller_kwargs",
         json_value,
-        {},
         ("controller arguments as JSON, keys inspirations/restart/budget, e.g. "
         "'{{\"budget\": {{\"window\": 3}}}}'"),
     ),
-    (("--backpressure",), "backpressure", int, 1, "outstanding batches per trajectory (default 1)"),
+    (("--backpressure",), "backpressure", int, "outstanding batches per trajectory (default {default})"),
     (
         ("--action-mode",),
         "action_mode",
         str,
-        "construction",
-        "construction (numeric policies) or code (programs); default: code for a program env, else construction",
+        "construction (numeric policies) or code (programs); default: code for a program env, else {default}",
     ),
     (
         ("--policy-kwargs",),
         "policy_kwargs",
         json_value,
-        {},
         "policy arguments as JSON, e.g. '{{\"sigma\": 0.05}}'",
     ),
     (
         ("--selector-kwargs",),
         "selector_kwargs",
         json_value,
-        {},
         "selector arguments as JSON, e.g. '{{\"gamma\": 0.9}}'",
     ),
     (
         ("--task-options",),
         "env_kwargs",
         json_value,
-        {},
         (
             "options of a program env (AtCoder, denoising, kernels; needs --action-mode code) as JSON, "
             "e.g. '{{\"n_cases\": 5}}'"
         ),
     ),
 ]
+
+
+def _field_default(name: str) -> Any:
+    """The default of :class:`SearchConfig`'s field ``name`` (a fresh object for a ``default_factory``)."""
+    spec = next(f for f in fields(SearchConfig) if f.name == name)
+    return spec.default_factory() if spec.default is MISSING else spec.default
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -183,8 +182,9 @@ def _positive_int(text: str) -> int:
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("env_id", help="environment id (see `discoverygym list`)")
-    for flags, dest, typ, default, help_text in _PARAMS:
-        shown = help_text.format(policies=", ".join(sorted(POLICIES)), selectors=", ".join(SELECTORS))
+    for flags, dest, typ, help_text in _PARAMS:
+        shown = help_text.format(policies=", ".join(sorted(POLICIES)), selectors=", ".join(SELECTORS),
+                                 default=_field_default(dest))
         p.add_argument(*flags, dest=dest, type=typ, default=None, help=shown)
     p.add_argument("--run-dir", required=True, help="run directory (created; must be new unless --resume)")
     p.add_argument(
@@ -325,7 +325,7 @@ def _config_from_args(args: argparse.Namespace) -> SearchConfig:
 
 def _config_from_flags(args: argparse.Namespace) -> SearchConfig:
     """The search config from the flags of :data:`_PARAMS` (see :func:`_config_from_args`)."""
-    given = {dest: getattr(args, dest) for _, dest, _, _, _ in _PARAMS if getattr(args, dest) is not None}
+    given = {dest: getattr(args, dest) for _, dest, _, _ in _PARAMS if getattr(args, dest) is not None}
     if args.resume:
         run_dir = Path(args.run_dir)
         if run_dir.exists() and not run_dir.is_dir():
@@ -359,11 +359,9 @@ def _config_from_flags(args: argparse.Namespace) -> SearchConfig:
             raise ValueError(f"--resume keeps the stored configuration; conflicting flags: {text}")
         known = {f.name for f in fields(SearchConfig)}
         return SearchConfig(**{k: v for k, v in stored.items() if k in known})
-    defaults = {dest: default for _, dest, _, default, _ in _PARAMS}
     if args.env_id in PROGRAM_TASKS:
-        defaults["action_mode"] = "code"  # a program env takes only programs: no need to say so
-    defaults.update(given)
-    return SearchConfig(env_id=args.env_id, **defaults)
+        given.setdefault("action_mode", "code")  # a program env takes only programs: no need to say so
+    return SearchConfig(env_id=args.env_id, **given)  # the rest: SearchConfig's own defaults
 
 
 def _check_run_dir_path(run_dir: Path) -> None:
