@@ -154,3 +154,26 @@ def test_post_train_warmup_refuses_irft_flags_and_a_missing_problem(tmp_path, ca
     assert main(["post-train", "--warmup", "--problems", "NoSuchEnv-v0", "--run-dir", str(tmp_path / "r")]) == 2
     assert "NoSuchEnv-v0" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+def test_an_adapter_loads_with_its_own_rank_and_targets(tiny_model_path, tmp_path):  # noqa: F811
+    """``--policy-kwargs '{"adapter": DIR}'`` alone loads a warm start of any rank and targets (the
+    warm start's rank 16 on q/k/v/o is not the sampler's default rank 32 on all linear layers);
+    a rank or target list that contradicts the adapter is refused, not silently mis-loaded."""
+    import torch
+
+    from discoverygym.agents.policies.hf import HFPolicy
+
+    trained = HFPolicy(tiny_model_path, device="cpu", lora_rank=4, target_modules=["v_proj", "q_proj"], seed=0)
+    with torch.no_grad():
+        for p in trained.parameters():
+            p.add_(0.05)
+    trained.save_adapter(tmp_path / "a")
+    loaded = HFPolicy(tiny_model_path, device="cpu", seed=1, adapter=tmp_path / "a")
+    ids = torch.tensor([[1, 5, 9, 13, 17, 21]])
+    with torch.no_grad():
+        assert torch.allclose(trained.model(input_ids=ids).logits, loaded.model(input_ids=ids).logits, atol=1e-5)
+    with pytest.raises(ValueError, match="rank 4"):
+        HFPolicy(tiny_model_path, device="cpu", lora_rank=8, adapter=tmp_path / "a")
+    with pytest.raises(ValueError, match="targets"):
+        HFPolicy(tiny_model_path, device="cpu", target_modules=["o_proj"], adapter=tmp_path / "a")

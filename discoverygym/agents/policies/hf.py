@@ -168,6 +168,41 @@ def load_model_and_tokenizer(model: str | os.PathLike, *, device: str = "cpu", d
     return lm.to(device).eval(), tokenizer
 
 
+def adapter_shape(adapter: str | os.PathLike | None, lora_rank: int | None, lora_alpha: float | None,
+                  target_modules: Any) -> tuple[int, float | None, Any]:
+    """The LoRA rank, alpha and target modules of a policy that loads ``adapter`` (or of a fresh one).
+
+    A saved adapter's ``adapter_config.json`` supplies what is not given, so that
+    ``--policy-kwargs '{"adapter": DIR}'`` loads an adapter of any rank and targets (e.g. a warm start
+    trained at rank 16 on q/k/v/o); without an adapter the defaults are rank 32 (TTT-Discover App. A)
+    on all linear layers.
+
+    Args:
+        adapter: a saved adapter directory, or ``None``.
+        lora_rank, lora_alpha, target_modules: what the caller asked for (``None``: not given).
+
+    Returns:
+        ``(rank, alpha or None, target_modules)``.
+
+    Raises:
+        ValueError: a given rank or target list that differs from the adapter's own.
+    """
+    if adapter is None or not (Path(adapter) / "adapter_config.json").is_file():
+        return lora_rank or 32, lora_alpha, target_modules or "all-linear"
+    saved = json.loads((Path(adapter) / "adapter_config.json").read_text())
+    saved_targets = saved.get("target_modules")
+    if isinstance(saved_targets, list):
+        saved_targets = sorted(saved_targets)
+    if lora_rank is not None and int(lora_rank) != int(saved["r"]):
+        raise ValueError(f"the adapter in {adapter} has rank {saved['r']}, not lora_rank={lora_rank} "
+                         f"(leave lora_rank out to use the adapter's)")
+    given = sorted(target_modules) if isinstance(target_modules, (list, tuple, set)) else target_modules
+    if isinstance(target_modules, (list, tuple, set)) and given != saved_targets:
+        raise ValueError(f"the adapter in {adapter} targets {saved_targets}, not {target_modules!r} "
+                         f"(leave target_modules out to use the adapter's)")
+    return int(saved["r"]), lora_alpha if lora_alpha is not None else saved.get("lora_alpha"), saved_targets
+
+
 def merge_adapter(base: Any, path: str | os.PathLike) -> Any:
     """``base`` with the LoRA adapter saved in ``path`` merged into its weights (``peft``'s
     ``merge_and_unload``): a plain model again, on which a fresh adapter can be made.
@@ -189,8 +224,9 @@ class HFPolicy:
         model: local directory or hub id of a causal LM (its tokenizer alongside).
         device: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"``.
         dtype: see :func:`load_model_and_tokenizer`.
-        lora_rank: LoRA rank (32 in TTT-Discover); lora_alpha: scaling numerator (default = rank).
-        target_modules: peft target modules (default ``"all-linear"``).
+        lora_rank: LoRA rank (default: ``adapter``'s own, else 32 as in TTT-Discover); lora_alpha: scaling
+            numerator (default: the adapter's, else = rank); see :func:`adapter_shape`.
+        target_modules: peft target modules (default: ``adapter``'s own, else ``"all-linear"``).
         max_new_tokens: completion length limit (tokens, forced text included).
         temperature: sampling temperature (> 0; 1.0 in the paper).
         thinking_budget: tokens of phase 1 before "stop thinking, answer now" forcing (None = off).
@@ -252,9 +288,9 @@ class HFPolicy:
         *,
         device: str = "auto",
         dtype: str = "auto",
-        lora_rank: int = 32,
+        lora_rank: int | None = None,
         lora_alpha: float | None = None,
-        target_modules: Any = "all-linear",
+        target_modules: Any = None,
         max_new_tokens: int = 1024,
         temperature: float = 1.0,
         thinking_budget: int | None = None,
@@ -303,6 +339,7 @@ class HFPolicy:
         self.shared_prompt = bool(shared_prompt)
         if warm_start is not None:
             base = merge_adapter(base, warm_start)
+        lora_rank, lora_alpha, target_modules = adapter_shape(adapter, lora_rank, lora_alpha, target_modules)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             config = peft.LoraConfig(r=lora_rank, lora_alpha=lora_alpha or lora_rank, lora_dropout=0.0,
