@@ -25,8 +25,6 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-# policies/hf.py (a file of issue 49's work) imports these three from here: one re-export line
-from discoverygym.agents.responses import FORCE_ANSWER, answer_complete, needs_forcing  # noqa: F401
 from discoverygym.types import Direction, State
 
 __all__ = [

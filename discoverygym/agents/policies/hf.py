@@ -38,7 +38,7 @@ from discoverygym.agents.policies.llm import (
     encode_chat,
     make_sample,
 )
-from discoverygym.agents.prompts import FORCE_ANSWER, answer_complete, needs_forcing
+from discoverygym.agents.responses import FORCE_ANSWER, answer_complete, needs_forcing
 from discoverygym.agents.policies.prefix import cache_of
 from discoverygym.envs.operators.deadline import expired
 
