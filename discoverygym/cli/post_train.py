@@ -329,8 +329,9 @@ def warmup_config_from_args(args: argparse.Namespace) -> Any:
         ValueError: an IRFT-only flag (--rounds, --trajectories...), a missing --problems, or a
             configuration :meth:`WarmupConfig.validate` refuses.
     """
-    from discoverygym.agents.irft.warmup import WarmupConfig, _default_sft
     from dataclasses import replace
+
+    from discoverygym.agents.irft.warmup import WarmupConfig, _default_sft
 
     given = _given(args)
     extra = [k for k in _WARMUP_FLAGS if k in given]

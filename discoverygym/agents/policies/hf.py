@@ -38,8 +38,8 @@ from discoverygym.agents.policies.llm import (
     encode_chat,
     make_sample,
 )
-from discoverygym.agents.responses import FORCE_ANSWER, answer_complete, needs_forcing
 from discoverygym.agents.policies.prefix import cache_of
+from discoverygym.agents.responses import FORCE_ANSWER, answer_complete, needs_forcing
 from discoverygym.envs.operators.deadline import expired
 
 __all__ = ["HFPolicy", "load_model_and_tokenizer"]
