@@ -1,5 +1,8 @@
 """The configuration of a training run (:class:`TrainConfig`), its per-env defaults and the ablations.
 
+Imports no torch (nor anything that does), so that the command line (``discoverygym train``,
+``compare``) builds its parser, help and checks from here before torch loads.
+
 Apart from the loop (:mod:`discoverygym.agents.trainer`), as TRL keeps ``grpo_config.py`` beside
 ``grpo_trainer.py``. There is one source of defaults: ``TrainConfig(env_id=E)`` is exactly the
 configuration ``discoverygym train E`` runs (the policy, ``groups × group_size`` and learning rate
@@ -38,17 +41,22 @@ from discoverygym.policy import chat_refusal, is_chat_spec, is_llm_spec, split_s
 __all__ = [
     "ABLATIONS",
     "ABLATION_DOCS",
+    "ABLATION_HELP",
     "CREDITS",
     "DEFAULT_GROUPS",
     "DEFAULT_LR",
+    "DEFAULT_STEPS",
     "LLM_FIELDS",
+    "LLM_REALS",
     "OVERRIDE_KEYS",
     "RESUMABLE_FIELDS",
+    "TRAIN_REALS",
     "UNLIMITED_STEPS",
     "LLMConfig",
     "TrainConfig",
     "ablation_config",
     "changed_settings",
+    "check_reals",
     "config_overrides",
     "default_policy",
     "flat_config",
@@ -72,6 +80,9 @@ DEFAULT_LR = {"operators": 0.3, "numeric": 0.05, "llm": 4e-5}
 #: rollouts each run a local optimiser (SLSQP, Adam): 2 × 8 gives a step every few seconds on 2
 #: cores, so PUCT re-picks start states and the policy updates often within a 300 s budget.
 DEFAULT_GROUPS = {"operators": (2, 8), "*": (8, 64)}
+
+#: steps of a run with neither a step count nor a wall budget (TTT-Discover §4's 50 training steps)
+DEFAULT_STEPS = 50
 
 #: steps of a run with a wall budget and no step count (the budget ends it)
 UNLIMITED_STEPS = 10**9
@@ -108,13 +119,32 @@ def _check_ints(obj: Any, limits: tuple[tuple[str, int], ...]) -> None:
             raise ValueError(f"{key} must be an integer >= {low}, got {value!r}")
 
 
-def _check_reals(obj: Any, limits: tuple[tuple[str, float, bool], ...]) -> None:
-    """``(name, low, strict)``: a finite number > low (strict) or >= low."""
+def check_reals(obj: Any, limits: tuple[tuple[str, float, bool], ...], *, flags: bool = False) -> None:
+    """Refuse a real-valued setting of ``obj`` that is not a finite number > low (``strict``) or >= low.
+
+    Args:
+        obj: a config, or the command line's parsed arguments (``flags=True``).
+        limits: ``(name, low, strict)`` per setting (:data:`TRAIN_REALS`, :data:`LLM_REALS`).
+        flags: ``obj`` is an ``argparse.Namespace``: a setting that is absent or ``None`` (not given)
+            is skipped, and the message names the flag (``--kl-coef``) instead of the field.
+
+    Raises:
+        ValueError: the first setting out of range (``--lr inf`` would train NaN adapters).
+    """
     for key, low, strict in limits:
-        value = getattr(obj, key)
+        value = getattr(obj, key, None) if flags else getattr(obj, key)
+        if flags and value is None:
+            continue
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
         if not ok or (value <= low if strict else value < low):
-            raise ValueError(f"{key} must be a finite number {'>' if strict else '>='} {low:g}, got {value!r}")
+            name = f"--{key.replace('_', '-')}" if flags else key
+            raise ValueError(f"{name} must be a finite number {'>' if strict else '>='} {low:g}, got {value!r}")
+
+
+#: the real-valued :class:`TrainConfig` settings and their limits, ``(name, low, strict)``: :func:`check_reals`
+TRAIN_REALS = (("lr", 0.0, True), ("kl_coef", 0.0, False), ("adam_eps", 0.0, True))
+#: the real-valued :class:`LLMConfig` settings and their limits
+LLM_REALS = (("temperature", 0.0, True),)
 
 
 @dataclass
@@ -143,7 +173,7 @@ class LLMConfig:
 
     def __post_init__(self) -> None:
         _check_ints(self, (("max_new_tokens", 1), ("lora_rank", 1), ("micro_batch", 1), ("log_samples", 0)))
-        _check_reals(self, (("temperature", 0.0, True),))
+        check_reals(self, LLM_REALS)
         check_edit_format(self.edit_format)
 
 
@@ -258,7 +288,7 @@ class TrainConfig:
         self.groups = groups if self.groups is None else self.groups
         self.group_size = group_size if self.group_size is None else self.group_size
         if self.steps is None:
-            self.steps = 50 if self.budget_s is None else UNLIMITED_STEPS
+            self.steps = DEFAULT_STEPS if self.budget_s is None else UNLIMITED_STEPS
         family = self.family
         if self.lr is None:
             self.lr = DEFAULT_LR.get(self.policy, DEFAULT_LR[family])
@@ -284,7 +314,7 @@ class TrainConfig:
             raise ValueError(f"credit must be one of {', '.join(CREDITS)}, got {self.credit!r}")
         _check_ints(self, (("steps", 1), ("groups", 1), ("group_size", 2), ("checkpoint_every", 1),
                            ("image_every", 0), ("eval_workers", 0)))
-        _check_reals(self, (("lr", 0.0, True), ("kl_coef", 0.0, False), ("adam_eps", 0.0, True)))
+        check_reals(self, TRAIN_REALS)
         for key in ("adam_beta1", "adam_beta2"):
             value = getattr(self, key)
             if not isinstance(value, (int, float)) or not 0 <= value < 1:
@@ -411,6 +441,20 @@ ABLATION_DOCS: dict[str, str] = {
     "progress-rate": "credit only (ours): each rollout's gain over its start per second",
     "failure-tiers": "failure rewards only (ours): graded by outcome, truncated < no code < syntax < runtime < "
                      "invalid, all below every valid reward",
+}
+
+#: the short form of :data:`ABLATION_DOCS` for ``discoverygym compare --help`` (its ``--configs`` text)
+ABLATION_HELP: dict[str, str] = {
+    "full": "TTT-Discover (entropic objective, adaptive beta; PUCT reuse; training)",
+    "expected-reward": "objective only (mean baseline)",
+    "constant-beta": "objective only (entropic, beta = 2)",
+    "no-reuse": "reuse only (always the initial state)",
+    "epsilon-greedy": "reuse only (epsilon-greedy)",
+    "no-training": "training only (frozen policy)",
+    "naive-rl": "TWO things, objective (expected reward) and reuse (none)",
+    "best-of-n": "TWO things, training off and reuse none",
+    "progress-rate": "credit only (gain per second; ours)",
+    "failure-tiers": "failure rewards only (graded by outcome, all below every valid reward; ours)",
 }
 
 #: the settings a ``--configs`` override may change (``objective=expected-reward``), with value aliases

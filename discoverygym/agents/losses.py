@@ -15,9 +15,10 @@ the shaped advantages to the service. Source: TTT-Discover App. A and its code `
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import torch
+if TYPE_CHECKING:  # each function imports torch itself: agents.config takes DEFAULT_LOSS from here torch-free
+    import torch
 
 __all__ = ["DEFAULT_LOSS", "LOSSES", "Loss", "importance_sampling_loss", "kl_shaping", "make_loss", "pad_behaviour",
            "register_loss", "token_advantages"]
@@ -33,6 +34,8 @@ def pad_behaviour(samples: Sequence[Any]) -> tuple[torch.Tensor, torch.Tensor]:
         ``(logprobs [B, T] float32, mask [B, T] bool)``, ``T = max T_i`` (at least 1); padding is
         0.0 / False.
     """
+    import torch
+
     width = max([len(s.logprobs) for s in samples] + [1])
     lp = torch.zeros(len(samples), width, dtype=torch.float32)
     mask = torch.zeros(len(samples), width, dtype=torch.bool)
@@ -65,6 +68,8 @@ def kl_shaping(adv_tokens: torch.Tensor, delta: torch.Tensor, mask: torch.Tensor
     Returns:
         ``[B, T]`` shaped advantages (masked tokens unchanged).
     """
+    import torch
+
     if lam == 0.0 or not bool(mask.any()):
         return adv_tokens
     avg = delta[mask].mean()
@@ -86,6 +91,8 @@ def token_advantages(adv: torch.Tensor, old_lp: torch.Tensor, base_lp: torch.Ten
     Returns:
         ``(A_t [B, T], Δ [B, T])`` in ``old_lp``'s dtype, both 0 outside ``mask``.
     """
+    import torch
+
     diff = old_lp - base_lp
     delta = torch.where(mask & (diff.abs() > noise), diff, torch.zeros_like(diff))
     a_tok = adv.to(old_lp.dtype).reshape(-1, 1).expand_as(old_lp).clone()
@@ -96,6 +103,8 @@ def token_advantages(adv: torch.Tensor, old_lp: torch.Tensor, base_lp: torch.Ten
 def importance_sampling_loss(new_lp: torch.Tensor, old_lp: torch.Tensor, a_tok: torch.Tensor,
                              mask: torch.Tensor) -> torch.Tensor:
     """``−Σ_t exp(new − old) · A_t`` over masked tokens (scalar; summed, unclipped)."""
+    import torch
+
     ratio = torch.exp(torch.where(mask, new_lp - old_lp, torch.zeros_like(new_lp)))
     return -(ratio * a_tok * mask).sum()
 

@@ -44,6 +44,7 @@ from rich.console import Console
 from rich.table import Table
 
 from discoverygym.agents.bench import best_within, rank_test, run_one  # the benchmark's code
+from discoverygym.agents.config import ABLATION_HELP
 from discoverygym.cli.common import check_env, load_init, resume_command, standalone_main
 from discoverygym.cli.train import (
     AGENTS,
@@ -520,22 +521,6 @@ def _plot(names: list[str], runs: list[dict], problem: Any, seeds: int, path: Pa
 
 # --- the command line: parser, checks, entry ---------------------------------------------------------
 
-#: what each named config changes (``compare --help``): :data:`discoverygym.agents.config.ABLATION_DOCS`,
-#: repeated here because the help is built before torch (which config.py imports) loads
-_CONFIG_DOCS = {
-    "full": "TTT-Discover (entropic objective, adaptive beta; PUCT reuse; training)",
-    "expected-reward": "objective only (mean baseline)",
-    "constant-beta": "objective only (entropic, beta = 2)",
-    "no-reuse": "reuse only (always the initial state)",
-    "epsilon-greedy": "reuse only (epsilon-greedy)",
-    "no-training": "training only (frozen policy)",
-    "naive-rl": "TWO things, objective (expected reward) and reuse (none)",
-    "best-of-n": "TWO things, training off and reuse none",
-    "progress-rate": "credit only (gain per second; ours)",
-    "failure-tiers": "failure rewards only (graded by outcome, all below every valid reward; ours)",
-}
-
-
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``compare`` sub-command to the ``discoverygym`` parser (the run options are ``train``'s:
     :func:`~discoverygym.cli.train.add_run_options`, :func:`~discoverygym.cli.train.add_llm_options`)."""
@@ -558,7 +543,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--configs", default="full,naive-rl,no-reuse,constant-beta",
                    help="comma-separated configs (default full,naive-rl,no-reuse,constant-beta; the first is the "
                    "reference of the tests). Named configs (what each changes relative to full): "
-                   + "; ".join(f"{k}: {v}" for k, v in _CONFIG_DOCS.items())
+                   + "; ".join(f"{k}: {v}" for k, v in ABLATION_HELP.items())
                    + ". Overrides of full, one setting each, joined by '+': objective=NAME (entropic-adaptive, "
                    "entropic-constant, expected-reward = mean-baseline, or a plugin's), reuse=puct|epsilon|none, "
                    "train=true|false, loss=NAME, credit=reward|progress-rate, failure_tiers=true|false; e.g. "

@@ -2,7 +2,8 @@
 
 Wired into the main command by :mod:`discoverygym.cli` (``add_parser`` in its parser, ``run`` in
 ``main``); torch is imported lazily. The flags, the flag-to-config mapping and the error handling
-here are also those of ``compare`` (:mod:`discoverygym.cli.compare`), a study of train runs.
+here are also those of ``compare`` (:mod:`discoverygym.cli.compare`), a study of train runs. Their
+choices, limits and the defaults the help shows are :mod:`discoverygym.agents.config`'s (torch-free).
 
 Exit codes: 0 finished, 1 an LLM server failed mid-run (the run directory is resumable), 2 usage
 error (unknown env/agent, bad numbers, unreadable --init, a --run-dir that is a file or holds
@@ -24,6 +25,24 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from discoverygym.agents.config import (
+    CREDITS,
+    DEFAULT_GROUPS,
+    DEFAULT_LR,
+    DEFAULT_STEPS,
+    LLM_REALS,
+    RESUMABLE_FIELDS,
+    TRAIN_REALS,
+    UNLIMITED_STEPS,
+    LLMConfig,
+    TrainConfig,
+    ablation_config,
+    check_reals,
+    flat_config,
+    policy_mismatch,
+    unnamed_refusal,
+)
+from discoverygym.agents.policies.edits import EDIT_FORMATS
 from discoverygym.casestats import case_summary
 from discoverygym.cli.common import (
     check_env,
@@ -74,19 +93,28 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add_llm_options(p)
 
 
+def _lr_text(value: float) -> str:
+    """A learning rate as the help writes it (``0.3``, ``4e-5``)."""
+    return f"{value:g}".replace("e-0", "e-")
+
+
 def add_run_options(p: argparse.ArgumentParser) -> None:
     """The options of a train run (policy, steps, groups, seed, learning rate, budget, credit...), which
-    ``train`` and ``compare`` share."""
+    ``train`` and ``compare`` share. Each flag defaults to ``None`` (not given: the config's default,
+    which its help shows from :class:`~discoverygym.agents.config.TrainConfig`)."""
+    ops, other = DEFAULT_GROUPS["operators"], DEFAULT_GROUPS["*"]
     p.add_argument("--policy", default=None,
                    help="trainable policy: operators (default where the problem declares operators: circle packing, step "
                         "functions), gaussian (default elsewhere, and with --sigma/--polish) or an LLM: "
                         f"{llm_specs('train')} (programs, action_mode=code)")
-    p.add_argument("--steps", type=int, default=None, help="training steps (default 50; unlimited with --budget-s)")
-    p.add_argument("--groups", type=int, default=None, help="groups (start states) per step (default: 2 for the operators policy, 8 otherwise)")
-    p.add_argument("--group-size", type=int, default=None, help="rollouts per group (default: 8 for the operators policy, 64 otherwise)")
-    p.add_argument("--seed", type=seed_value, default=None, help="seed (default 0)")
-    p.add_argument("--lr", type=float, default=None, help="Adam learning rate (default: 0.3 operators, 0.05 gaussian, 4e-5 LLM)")
-    p.add_argument("--kl-coef", type=float, default=None, help="λ of the KL shaping (default 0.1)")
+    p.add_argument("--steps", type=int, default=None, help=f"training steps (default {DEFAULT_STEPS}; unlimited with --budget-s)")
+    p.add_argument("--groups", type=int, default=None, help=f"groups (start states) per step (default: {ops[0]} for the operators policy, {other[0]} otherwise)")
+    p.add_argument("--group-size", type=int, default=None, help=f"rollouts per group (default: {ops[1]} for the operators policy, {other[1]} otherwise)")
+    p.add_argument("--seed", type=seed_value, default=None, help=f"seed (default {TrainConfig.seed})")
+    p.add_argument("--lr", type=float, default=None, help="Adam learning rate (default: "
+                   f"{_lr_text(DEFAULT_LR['operators'])} operators, {_lr_text(DEFAULT_LR['numeric'])} gaussian, "
+                   f"{_lr_text(DEFAULT_LR['llm'])} LLM)")
+    p.add_argument("--kl-coef", type=float, default=None, help=f"λ of the KL shaping (default {TrainConfig.kl_coef})")
     p.add_argument("--sigma", type=float, default=None, help="initial relative step size of the policy (0.02)")
     p.add_argument("--polish", default=None,
                    help="policy polish: none (default), auto (the problem's registered local optimiser) or a name")
@@ -95,11 +123,11 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="wall-clock budget per run (seconds), kept: operators stop at the deadline with their best so "
                    "far, LLM sampling, sandboxed programs and the LLM update stop there too, and no step starts "
                    "past it; what still lands late is counted (late) and warned about")
-    p.add_argument("--credit", choices=CREDIT_CHOICES, default=None,
-                   help="what the objective ranks within a group: reward (default, TTT-Discover) or progress-rate "
+    p.add_argument("--credit", choices=CREDITS, default=None,
+                   help=f"what the objective ranks within a group: {TrainConfig.credit} (default, TTT-Discover) or progress-rate "
                    "(each rollout's gain over its start per second of its wall time: cheap moves that gain as "
                    "much per second count as much)")
-    p.add_argument("--image-every", type=int, default=None, help="steps between TensorBoard images (default 5)")
+    p.add_argument("--image-every", type=int, default=None, help=f"steps between TensorBoard images (default {TrainConfig.image_every})")
     p.add_argument("--failure-tiers", action="store_const", const=True, default=None,
                    help="graded failure rewards by outcome (ours, off by default): truncated < no code < syntax "
                    "error < wrong entry < runtime error = timeout < invalid (the env's failure reward), 0.1 apart, "
@@ -114,14 +142,14 @@ def add_llm_options(p: argparse.ArgumentParser) -> None:
     """Options of LLM policies (the trainable backends of :func:`~discoverygym.policy.llm_specs`), which
     ``train`` and ``compare`` share."""
     g = p.add_argument_group(f"LLM policies (--policy {llm_specs('train')})")
-    g.add_argument("--max-new-tokens", type=int, default=None, help="completion length limit in tokens (default 1024)")
-    g.add_argument("--temperature", type=float, default=None, help="sampling temperature (default 1.0)")
-    g.add_argument("--lora-rank", type=int, default=None, help="LoRA rank (default 32)")
+    g.add_argument("--max-new-tokens", type=int, default=None, help=f"completion length limit in tokens (default {LLMConfig.max_new_tokens})")
+    g.add_argument("--temperature", type=float, default=None, help=f"sampling temperature (default {LLMConfig.temperature})")
+    g.add_argument("--lora-rank", type=int, default=None, help=f"LoRA rank (default {LLMConfig.lora_rank})")
     g.add_argument("--thinking-budget", type=int, default=None,
                    help="tokens before 'stop thinking, answer now' forcing (default off)")
     g.add_argument("--micro-batch", type=int, default=None,
-                   help="sequences per backward pass (default 1: least memory; gradient accumulation)")
-    g.add_argument("--llm-device", default=None, help="device of the local model: auto (default), cpu, cuda")
+                   help=f"sequences per backward pass (default {LLMConfig.micro_batch}: least memory; gradient accumulation)")
+    g.add_argument("--llm-device", default=None, help=f"device of the local model: {LLMConfig.device} (default), cpu, cuda")
     g.add_argument("--warm-start", default=None, metavar="DIR",
                    help="a LoRA adapter merged into the base model before training (hf: only), e.g. the "
                    "<run_dir>/adapter of `discoverygym post-train --warmup`: the warm model is the KL "
@@ -133,29 +161,20 @@ def add_llm_options(p: argparse.ArgumentParser) -> None:
                    help="local model that trains the LoRA adapter for openai:/vllm: samplers (path or hub id)")
     g.add_argument("--eval-workers", type=int, default=None,
                    help="programs judged at once (default: all CPUs for math envs, 1 for program envs)")
-    g.add_argument("--edit-format", choices=("full", "diff"), default=None,
-                   help="how the LLM answers: full programs (default) or SEARCH/REPLACE diffs against the parent "
+    g.add_argument("--edit-format", choices=EDIT_FORMATS, default=None,
+                   help=f"how the LLM answers: {LLMConfig.edit_format} programs (default) or SEARCH/REPLACE diffs against the parent "
                    "(the Aider/OpenEvolve format; a full program in a diff answer is used as is)")
     g.add_argument("--task-options", type=json_value, default=None,
                    help="options of a program env as JSON, e.g. '{\"n_cases\": 5}'")
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
-    """Refuse non-finite / out-of-range real-valued flags (``--lr inf`` would train NaN adapters)."""
-    import math
-
-    for flag, low, strict in (("lr", 0.0, True), ("kl_coef", 0.0, False), ("sigma", 0.0, True),
-                              ("temperature", 0.0, True)):
-        value = getattr(args, flag, None)
-        if value is None:
-            continue
-        if not math.isfinite(value) or (value <= low if strict else value < low):
-            need = "a finite number > 0" if strict else "a finite number >= 0"
-            raise UsageError(f"--{flag.replace('_', '-')} must be {need}, got {value!r}")
-
-
-#: ``--credit`` values: :data:`discoverygym.agents.config.CREDITS` (not imported here: torch loads lazily)
-CREDIT_CHOICES = ("reward", "progress-rate")
+    """Refuse non-finite / out-of-range real-valued flags (``--lr inf`` would train NaN adapters): the
+    config's limits (:func:`~discoverygym.agents.config.check_reals`), and ``--sigma`` > 0."""
+    try:
+        check_reals(args, (*TRAIN_REALS, ("sigma", 0.0, True), *LLM_REALS), flags=True)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 #: command-line flag -> TrainConfig field (the same for every learner).
 _FIELDS = (("steps", "steps"), ("groups", "groups"), ("group_size", "group_size"), ("seed", "seed"),
@@ -214,8 +233,6 @@ def _stored_train_config(run_dir: Path, env_id: str) -> dict:
         raise UsageError(f"cannot read {cfg_path}: nested too deeply to be a configuration") from None
     if not isinstance(stored, dict):
         raise UsageError(f"{cfg_path} is not a train configuration (not a JSON object)")
-    from discoverygym.agents.config import unnamed_refusal
-
     refusal = unnamed_refusal(stored, run_dir)
     if refusal:
         raise UsageError(refusal)
@@ -292,15 +309,7 @@ def train_config(args: argparse.Namespace) -> tuple[Any, Any]:
     """
     import dataclasses
 
-    from discoverygym.agents.config import (
-        ABLATIONS,
-        RESUMABLE_FIELDS,
-        LLMConfig,
-        TrainConfig,
-        ablation_config,
-        flat_config,
-        policy_mismatch,
-    )
+    from discoverygym.agents.config import ABLATIONS  # the registry as it is now (--plugin files add to it)
     from discoverygym.policy import is_llm_spec
 
     check_env(args.env_id)
@@ -369,7 +378,6 @@ def _run(args: argparse.Namespace, config: Any, initial: Any, console: Console) 
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from discoverygym.agents.config import UNLIMITED_STEPS
     from discoverygym.agents.policies.llm import ModelUnavailable
     from discoverygym.agents.trainer import Trainer
     from discoverygym.outcomes import format_counts

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 import torch
 
@@ -89,9 +91,12 @@ def test_the_cli_flag_reaches_the_run_config(tmp_path, capsys, monkeypatch):
 
 def test_the_cli_offers_exactly_the_trainers_credits_and_configs_keep_their_own():
     from discoverygym.agents.config import CREDITS
-    from discoverygym.cli.train import CREDIT_CHOICES
+    from discoverygym.cli.train import add_run_options
 
-    assert CREDIT_CHOICES == CREDITS
+    parser = argparse.ArgumentParser()
+    add_run_options(parser)
+    (credit,) = [a for a in parser._actions if a.dest == "credit"]
+    assert credit.choices == CREDITS
     assert ablation_config("progress-rate", credit="progress-rate").credit == "progress-rate"
     with pytest.raises(ValueError, match="config 'progress-rate' sets credit='progress-rate'"):
         ablation_config("progress-rate", credit="reward")

@@ -119,15 +119,14 @@ def test_off_a_terminal_the_study_table_is_plain_markdown_without_wrapped_number
 
 def test_configs_take_one_setting_overrides_and_help_defines_each(tmp_path, capsys):
     """Issue 41 (3): ``--configs`` takes ``objective=expected-reward``; ``compare --help`` says what each changes."""
-    from discoverygym.agents.config import ABLATIONS, ablation_config, config_overrides
-    from discoverygym.cli.compare import _CONFIG_DOCS
+    from discoverygym.agents.config import ABLATION_HELP, ABLATIONS, ablation_config, config_overrides
 
     assert config_overrides("objective=expected-reward") == ABLATIONS["expected-reward"]
     assert config_overrides("naive-rl+reuse=puct") == {"objective": "mean-baseline", "reuse": "puct"}
     assert ablation_config("train=false+reuse=none").train is False
     with pytest.raises(ValueError, match="unknown objective 'nope'"):
         config_overrides("objective=nope")
-    assert set(_CONFIG_DOCS) == set(ABLATIONS)  # the help names every built-in config
+    assert set(ABLATION_HELP) == set(ABLATIONS)  # the help names every built-in config
     with pytest.raises(SystemExit):
         main(["compare", "--help"])
     text = " ".join(capsys.readouterr().out.split())
