@@ -43,6 +43,7 @@ import numpy as np
 
 from discoverygym.agents.irft.sft import SFTSettings
 from discoverygym.agents.irft.variants import compact, literal_variants
+from discoverygym.io import CONFIG_FILE, atomic_write_json
 
 __all__ = ["STEPS_PER_ENV", "WARMUP_LORA", "WarmupConfig", "build_examples", "judge_variants", "run_warmup"]
 
@@ -279,12 +280,6 @@ def build_examples(policy: Any, env_id: str, problem: Any, start: Any, kept: Seq
     return out
 
 
-def _write_json(path: Path, value: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(value, indent=2))
-    os.replace(tmp, path)
-
-
 def run_warmup(config: WarmupConfig, run_dir: str | os.PathLike, *, resume: bool = False,
                policy: Any = None, envs: dict[str, Any] | None = None, sources: dict[str, str] | None = None,
                progress: Callable[[str], None] | None = None) -> dict:
@@ -318,7 +313,7 @@ def run_warmup(config: WarmupConfig, run_dir: str | os.PathLike, *, resume: bool
     config.validate(check_ids=not envs)
     d.mkdir(parents=True, exist_ok=True)
     if stored is None:
-        _write_json(d / "config.json", config.to_json())
+        atomic_write_json(d / CONFIG_FILE, config.to_json())
     t0 = time.perf_counter()
     if policy is None:
         from discoverygym.agents.policies.hf import HFPolicy
@@ -345,7 +340,7 @@ def run_warmup(config: WarmupConfig, run_dir: str | os.PathLike, *, resume: bool
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.writelines(json.dumps(e) + "\n" for e in examples)
         os.replace(tmp, data_path)
-        _write_json(d / DATA_SUMMARY, stats)
+        atomic_write_json(d / DATA_SUMMARY, stats)
     stats = json.loads((d / DATA_SUMMARY).read_text())
     examples = [json.loads(line) for line in data_path.read_text().splitlines() if line.strip()]
     adapter = d / ADAPTER_DIR
@@ -364,9 +359,9 @@ def run_warmup(config: WarmupConfig, run_dir: str | os.PathLike, *, resume: bool
         tmp_adapter = d / (ADAPTER_DIR + ".tmp")
         policy.save_adapter(tmp_adapter)
         os.replace(tmp_adapter, adapter)
-        _write_json(d / "sft.json", sft)
+        atomic_write_json(d / "sft.json", sft)
     sft = json.loads((d / "sft.json").read_text()) if (d / "sft.json").exists() else {}
     summary = {"adapter": str(adapter), "examples": len(examples), "data": stats, "sft": sft,
                "heldout": list(config.heldout), "wall_s": time.perf_counter() - t0}
-    _write_json(d / SUMMARY_FILE, summary)
+    atomic_write_json(d / SUMMARY_FILE, summary)
     return summary
