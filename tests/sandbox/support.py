@@ -9,6 +9,7 @@ command line, checked the same way.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -30,8 +31,21 @@ BACKENDS = [
 ]
 
 
-def processes_containing(marker: str) -> list[int]:
-    """Pids (not ours) whose command line or environment contains ``marker``."""
+def processes_containing(marker: str, settle_s: float = 5.0) -> list[int]:
+    """Pids (not ours) whose command line or environment contains ``marker``, still there after
+    ``settle_s`` seconds: a killed sandbox's processes leave ``/proc`` asynchronously (a PID
+    namespace is torn down after its init dies; on a loaded machine that took a moment and a check
+    made at once saw a process on its way out), so only one that stays counts as a survivor."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        found = _processes_containing(marker)
+        if not found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.05)
+
+
+def _processes_containing(marker: str) -> list[int]:
+    """Pids (not ours) whose command line or environment contains ``marker``, now."""
     needle, found = marker.encode(), []
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) == os.getpid():
