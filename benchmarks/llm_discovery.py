@@ -228,12 +228,16 @@ def summarize(env_id: str, configs: list[str], seeds: list[int], out: Path, high
         finals[config] = [c[1][-1] if c[1] else math.nan for _, _, c in runs]
         n = [len(s) for _, s, _ in runs]
         valid = [c[0][-1] * 100 if c[0] else math.nan for _, _, c in runs]
+        # where training acts: the valid rate of each run's second half (its first steps are drawn
+        # before, or right after, the first update, the same for every config of a seed)
+        late = [100 * sum(bool(x.get("valid")) for x in s[len(s) // 2:]) / max(1, len(s) - len(s) // 2)
+                for _, s, _ in runs]
         counts: dict[str, int] = {}
         for _, samples, _ in runs:
             for s in samples:
                 counts[s.get("outcome") or "unscored"] = counts.get(s.get("outcome") or "unscored", 0) + 1
         rows.append({"config": config, "runs": len(runs), "samples": n,
-                     "valid_pct": valid, "final_best": finals[config],
+                     "valid_pct": valid, "late_valid_pct": late, "final_best": finals[config],
                      "with_valid": sum(1 for v in finals[config] if not math.isnan(v)),
                      "wall_s": [r["wall_s"] for r, _, _ in runs],
                      "peak_rss_gb": [r.get("peak_rss_gb") for r, _, _ in runs],
@@ -246,19 +250,23 @@ def summarize(env_id: str, configs: list[str], seeds: list[int], out: Path, high
     for row in rows:
         row["p_valid_vs_full"] = (None if full is None or row is full
                                   else two_sided_p_rate(full["valid_pct"], row["valid_pct"]))
+        row["p_late_vs_full"] = (None if full is None or row is full
+                                 else two_sided_p_rate(full["late_valid_pct"], row["late_valid_pct"]))
     return rows, all_curves
 
 
 def table(rows: list[dict[str, Any]], higher: bool) -> str:
     """The markdown table of :func:`summarize`'s rows."""
     lines = ["| config | runs | samples/run | valid % (mean ± sd) | runs with a valid sample | final best (mean ± sd) "
-             f"| best over seeds ({'max' if higher else 'min'}) | p vs full, best (two-sided) | p vs full, valid % | within-step reward range (mean) | mean KL | step time s/run (sum of counted steps) | peak RSS GiB | outcomes (all runs) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             f"| best over seeds ({'max' if higher else 'min'}) | p vs full, best (two-sided) | p vs full, valid % | valid %, second half (mean ± sd) | p vs full, second half | within-step reward range (mean) | mean KL | step time s/run (sum of counted steps) | peak RSS GiB | outcomes (all runs) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         finite = [v for v in r["final_best"] if not math.isnan(v)]
         best = (max(finite) if higher else min(finite)) if finite else math.nan
         p = "-" if r["p_vs_full"] is None else f"{r['p_vs_full']:.3f}"
         pv = "-" if r.get("p_valid_vs_full") is None else f"{r['p_valid_vs_full']:.3f}"
+        pl = "-" if r.get("p_late_vs_full") is None else f"{r['p_late_vs_full']:.3f}"
+        late = _mean_sd(r.get("late_valid_pct") or [])
         sd = [v for v in r.get("reward_sd", []) if v is not None]
         kl = [v for v in r.get("kl", []) if v is not None]
         sd = f"{sum(sd) / len(sd):.3g}" if sd else "-"
@@ -268,9 +276,10 @@ def table(rows: list[dict[str, Any]], higher: bool) -> str:
         outcomes = ", ".join(f"{k} {v}" for k, v in sorted(r["outcomes"].items(), key=lambda kv: -kv[1]))
         lines.append(f"| {r['config']} | {r['runs']} | {'/'.join(map(str, sorted(set(r['samples'])))) or '-'} "
                      f"| {_mean_sd(r['valid_pct'])} | {r['with_valid']}/{r['runs']} | {_mean_sd(r['final_best'])} "
-                     f"| {'-' if math.isnan(best) else f'{best:.6g}'} | {p} | {pv} | {sd} | {kl} | {wall} "
+                     f"| {'-' if math.isnan(best) else f'{best:.6g}'} | {p} | {pv} | {late} | {pl} | {sd} | {kl} | {wall} "
                      f"| {max(rss):.1f} | {outcomes} |" if rss else
-                     f"| {r['config']} | {r['runs']} | - | - | - | - | - | {p} | {pv} | {sd} | {kl} | {wall} | - | {outcomes} |")
+                     f"| {r['config']} | {r['runs']} | - | - | - | - | - | {p} | {pv} | {late} | {pl} | {sd} | {kl} | {wall} "
+                     f"| - | {outcomes} |")
     return "\n".join(lines)
 
 
