@@ -119,21 +119,23 @@ def render(results: dict) -> str:
              "`discoverygym.policy.Outcome` over the samples of each env's start state, judged as search and "
              "training judge them). `tok/s`: generated tokens per second of `HFPolicy.sample` (batch of 8, "
              "one torch thread); `new`: the token budget; `mean`: mean completion tokens; `eos`: responses that "
-             "ended with end-of-sequence (the rest hit the budget); `distinct`: distinct scores among the valid "
+             "ended with end-of-sequence (the rest hit the budget); `unscored`: responses no verifier judged (a kernel program where there is no bubblewrap or GPU), counted in no other column; `distinct`: distinct scores among the valid "
              "responses (recorded from the warm-start tables on; `-` before).", ""]
     for label, block in results.items():
         meta = block["meta"]
         lines += [f"## {label}", "", f"{meta.get('note', '')}".strip(), "",
                   f"Settings: {json.dumps(meta.get('settings', {}))}; commit `{meta.get('commit', '?')}`; "
                   f"{meta.get('machine', '')}; {meta.get('date', '')}.", ""]
-        head = ["env", "n", *COLUMNS, "valid %", "distinct", "best (start)", "prompt tok", "new", "mean", "eos", "tok/s", "wall s"]
+        head = ["env", "n", *COLUMNS, "unscored", "valid %", "distinct", "best (start)", "prompt tok", "new", "mean", "eos", "tok/s", "wall s"]
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for r in block["rows"]:
             c = r["counts"]
             vf = r["valid_fraction"]
             best = "-" if r["best"] is None else f"{r['best']:.6g}"
             start = "-" if r["start_score"] is None else f"{r['start_score']:.6g}"
-            cells = [r["env"], r["n"], *(c.get(k, 0) for k in COLUMNS), "-" if vf is None else f"{100 * vf:.0f}",
+            # judged by no verifier (e.g. a kernel program without bubblewrap or a GPU): no outcome column
+            unscored = r["n"] - sum(int(c.get(k, 0)) for k in COLUMNS)
+            cells = [r["env"], r["n"], *(c.get(k, 0) for k in COLUMNS), unscored, "-" if vf is None else f"{100 * vf:.0f}",
                      r.get("distinct_scores", "-"),
                      f"{best} ({start})", r["prompt_tokens"], r["max_new_tokens"], f"{r['mean_tokens']:.0f}",
                      r["stopped"], f"{r['tokens_per_s']:.1f}" if r["tokens_per_s"] else "-", f"{r['wall_s']:.0f}"]
