@@ -196,8 +196,7 @@ def adapter_shape(adapter: str | os.PathLike | None, lora_rank: int | None, lora
     if lora_rank is not None and int(lora_rank) != int(saved["r"]):
         raise ValueError(f"the adapter in {adapter} has rank {saved['r']}, not lora_rank={lora_rank} "
                          f"(leave lora_rank out to use the adapter's)")
-    given = sorted(target_modules) if isinstance(target_modules, (list, tuple, set)) else target_modules
-    if isinstance(target_modules, (list, tuple, set)) and given != saved_targets:
+    if isinstance(target_modules, (list, tuple, set)) and sorted(target_modules) != saved_targets:
         raise ValueError(f"the adapter in {adapter} targets {saved_targets}, not {target_modules!r} "
                          f"(leave target_modules out to use the adapter's)")
     return int(saved["r"]), lora_alpha if lora_alpha is not None else saved.get("lora_alpha"), saved_targets
